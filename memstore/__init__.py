@@ -1,0 +1,15 @@
+"""memstore: a relational memory store for AI agents on PostgreSQL + pgvector.
+
+>>> from memstore import MemoryStore
+>>> store = MemoryStore.open()          # doctest: +SKIP  (starts the embedded server)
+>>> store.status().schema_revision      # doctest: +SKIP
+'0002'
+>>> store.close()                       # doctest: +SKIP
+"""
+
+from memstore.errors import MemstoreError
+from memstore.models import StoreStatus
+from memstore.store import MemoryStore
+
+__all__ = ["MemoryStore", "MemstoreError", "StoreStatus"]
+__version__ = "0.1.0"

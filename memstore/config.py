@@ -1,0 +1,35 @@
+"""Settings: one pydantic-settings object, every variable prefixed ``MEMSTORE_``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """Per-user home of the embedded server: ``~/.local/share/memstore`` on Linux."""
+    return platformdirs.user_data_path("memstore")
+
+
+class Settings(BaseSettings):
+    """How memstore finds its database.
+
+    With no ``database_url`` memstore runs the embedded PostgreSQL in ``data_dir``.
+
+    >>> Settings(database_url="postgresql://u@db/memory").database_url
+    'postgresql://u@db/memory'
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMSTORE_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL >= 15 with pgvector >= 0.8. Unset: the embedded server.",
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where the embedded server keeps its data (only without database_url).",
+    )

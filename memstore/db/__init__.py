@@ -1,0 +1,1 @@
+"""The database layer: engine, embedded server, schema, migrations."""

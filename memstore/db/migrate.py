@@ -1,0 +1,109 @@
+"""Schema migrations: Alembic driven from the package, so a wheel can migrate.
+
+The schema version is a runtime contract: :func:`require_current` refuses a
+database whose revision differs from the package's head.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection, Engine
+
+from memstore.db.resources import migrations_dir
+from memstore.db.schema import SCHEMA
+from memstore.errors import SchemaVersionError
+
+VERSION_TABLE = "alembic_version"
+
+
+def alembic_config(connection: Connection | None = None, **attributes: Any) -> Config:
+    """An Alembic config for the packaged migrations, optionally bound to a connection."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    cfg.attributes.update(attributes)
+    return cfg
+
+
+def head_revision() -> str:
+    """The revision this package's code expects."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the packaged migrations have no head"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at, or ``None`` if it was never migrated."""
+    ctx = MigrationContext.configure(
+        connection, opts={"version_table_schema": SCHEMA, "version_table": VERSION_TABLE}
+    )
+    return ctx.get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the database up to ``revision`` in one transaction."""
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), revision)
+    # Connections opened before the vector extension existed lack its adapter.
+    engine.dispose()
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Migrate the database down to ``revision`` (``base`` removes memstore's tables)."""
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), revision)
+    engine.dispose()
+
+
+def check(engine: Engine) -> None:
+    """Raise if the SQLAlchemy metadata and the migrations disagree (``alembic check``)."""
+    with engine.connect() as conn:
+        command.check(alembic_config(conn))
+
+
+def offline_sql(start: str | None = None, end: str = "head") -> str:
+    """The upgrade from ``start`` (the empty database) to ``end`` as SQL, without connecting."""
+    buffer = io.StringIO()
+    cfg = alembic_config()
+    cfg.output_buffer = buffer
+    command.upgrade(cfg, f"{start}:{end}" if start else end, sql=True)
+    return buffer.getvalue()
+
+
+def describe(database_revision: str | None, package_revision: str) -> str:
+    """One sentence naming both revisions and the way forward."""
+    if database_revision is None:
+        return (
+            f"the database has no memstore schema (package revision {package_revision}):"
+            " run `memstore db upgrade` (or `alembic upgrade head`)"
+        )
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if database_revision not in known:
+        return (
+            f"the database schema is at revision {database_revision}, which this memstore"
+            f" package (revision {package_revision}) does not know: upgrade the package"
+        )
+    return (
+        f"the database schema is at revision {database_revision} but this memstore package"
+        f" needs revision {package_revision}: run `memstore db upgrade`"
+        " (or `alembic upgrade head`)"
+    )
+
+
+def require_current(connection: Connection) -> None:
+    """Raise :class:`SchemaVersionError` unless the database is at the package head."""
+    database_revision = current_revision(connection)
+    package_revision = head_revision()
+    if database_revision != package_revision:
+        raise SchemaVersionError(
+            describe(database_revision, package_revision),
+            database_revision=database_revision,
+            package_revision=package_revision,
+        )

@@ -1,0 +1,430 @@
+"""The tables of schema ``memstore`` as SQLAlchemy Core metadata.
+
+This is the current shape of the data model (docs/architecture.md explains
+it). Alembic revisions in migrations/ freeze each step towards it, and a test
+proves that a database built from the migrations equals one built from this
+metadata plus the SQL in sql/.
+
+Rules that keep the schema distributable by namespace (Citus), see DESIGN §8:
+every table carries ``namespace_id``; every primary key, unique constraint and
+foreign key includes it in the first position; no cascading updates or SET NULL.
+"""
+
+from __future__ import annotations
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    REAL,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Computed,
+    ForeignKeyConstraint,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, TSVECTOR
+
+SCHEMA = "memstore"
+
+# Deterministic constraint names: errors.py maps some of them, and migrations
+# must produce the same names as this metadata.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(schema=SCHEMA, naming_convention=NAMING)
+
+# Node kinds (DESIGN §3). Extending the list is a migration.
+NODE_KINDS = ("working", "episodic", "semantic", "procedural")
+# Privacy levels: 0 public, 1 internal, 2 private, 3 secret. A caller's privacy
+# ceiling hides every node above it.
+PRIVACY_MAX = 3
+# Layers: 0 SAFETY, 1 CORE, 2 CONTEXT, 3 TASK, 4 SUIT (lower fires first).
+LAYER_MAX = 4
+# Bounded ACT-R access-time ring kept per node.
+ACCESS_RING_MAX = 64
+# The embedded and CI servers both speak English full text; one config keeps
+# the generated column immutable and the lexical index usable.
+FTS_CONFIG = "english"
+
+TSTZ = TIMESTAMP(timezone=True)
+
+
+def _namespace_fk(table: str) -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(
+        ["namespace_id"], ["memstore.namespaces.id"], name=f"fk_{table}_namespace"
+    )
+
+
+def _node_fk(table: str, column: str) -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(
+        ["namespace_id", column],
+        ["memstore.nodes.namespace_id", "memstore.nodes.id"],
+        name=f"fk_{table}_{column}",
+    )
+
+
+def _edge_fk(table: str, column: str) -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(
+        ["namespace_id", column],
+        ["memstore.edges.namespace_id", "memstore.edges.id"],
+        name=f"fk_{table}_{column}",
+    )
+
+
+def _unit_interval(column: str) -> CheckConstraint:
+    return CheckConstraint(f"{column} >= 0 AND {column} <= 1", name=f"{column}_range")
+
+
+def _provenance() -> list[Column[str]]:
+    """Who wrote a fact, from where, in which run."""
+    return [
+        Column("source", Text, nullable=True),
+        Column("actor", Text, nullable=True),
+        Column("run_id", Text, nullable=True),
+    ]
+
+
+def _recorded_at(name: str = "recorded_at") -> Column[object]:
+    # Transaction time: every row written by one transaction shares it.
+    return Column(name, TSTZ, nullable=False, server_default=text("now()"))
+
+
+namespaces = Table(
+    "namespaces",
+    metadata,
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("settings", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    _recorded_at("created_at"),
+    PrimaryKeyConstraint("id", name="pk_namespaces"),
+    UniqueConstraint("name", name="uq_namespaces_name"),
+    # Any Unicode is allowed; the bound keeps the unique btree entry valid.
+    CheckConstraint(
+        "char_length(name) >= 1 AND octet_length(name) <= 2048", name="name_length"
+    ),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("node_type", Text, nullable=False, server_default=text("'Memory'")),
+    Column("tier", Text, nullable=True),
+    Column("layer", SmallInteger, nullable=False, server_default=text("1")),
+    Column("label", Text, nullable=True),
+    Column("content", Text, nullable=False),
+    Column("data", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("importance", REAL, nullable=False, server_default=text("0.5")),
+    Column("confidence", REAL, nullable=False, server_default=text("0.5")),
+    Column("decay_rate", REAL, nullable=False, server_default=text("0.5")),
+    Column("privacy", SmallInteger, nullable=False, server_default=text("0")),
+    Column("protected", Boolean, nullable=False, server_default=text("false")),
+    Column("subject", Text, nullable=True),
+    Column("scope", Text, nullable=True),
+    *_provenance(),
+    Column("observed_at", TSTZ, nullable=True),
+    Column("valid_from", TSTZ, nullable=True),
+    Column("valid_to", TSTZ, nullable=True),
+    _recorded_at(),
+    # sha256 of the normalised content; NULL once redacted, so erased content
+    # no longer blocks (or matches) an idempotent re-ingest.
+    Column("content_hash", LargeBinary, nullable=True),
+    Column(
+        "search",
+        TSVECTOR,
+        Computed(
+            f"to_tsvector('{FTS_CONFIG}'::regconfig, coalesce(label, '') || ' ' || content)",
+            persisted=True,
+        ),
+        nullable=True,
+    ),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_nodes"),
+    _namespace_fk("nodes"),
+    CheckConstraint(f"kind IN {NODE_KINDS!r}", name="kind_known"),
+    CheckConstraint("char_length(node_type) BETWEEN 1 AND 64", name="node_type_length"),
+    CheckConstraint(f"layer BETWEEN 0 AND {LAYER_MAX}", name="layer_range"),
+    CheckConstraint(f"privacy BETWEEN 0 AND {PRIVACY_MAX}", name="privacy_range"),
+    _unit_interval("importance"),
+    _unit_interval("confidence"),
+    CheckConstraint("decay_rate >= 0 AND decay_rate <= 1", name="decay_rate_range"),
+    CheckConstraint(
+        "valid_to IS NULL OR valid_from IS NULL OR valid_to > valid_from", name="valid_period"
+    ),
+    CheckConstraint(
+        "content_hash IS NULL OR octet_length(content_hash) = 32", name="content_hash_sha256"
+    ),
+)
+Index(
+    "uq_nodes_content",
+    nodes.c.namespace_id,
+    nodes.c.kind,
+    nodes.c.node_type,
+    nodes.c.content_hash,
+    unique=True,
+)
+Index("ix_nodes_recorded", nodes.c.namespace_id, nodes.c.recorded_at)
+Index("ix_nodes_search", nodes.c.search, postgresql_using="gin")
+
+edges = Table(
+    "edges",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("src", BigInteger, nullable=False),
+    Column("dst", BigInteger, nullable=False),
+    Column("relation", Text, nullable=False, server_default=text("'related'")),
+    Column("weight", REAL, nullable=False, server_default=text("0.5")),
+    Column("inhibitory", Boolean, nullable=False, server_default=text("false")),
+    Column("confidence", REAL, nullable=False, server_default=text("0.5")),
+    Column("layer", SmallInteger, nullable=False, server_default=text("1")),
+    *_provenance(),
+    _recorded_at(),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_edges"),
+    _node_fk("edges", "src"),
+    _node_fk("edges", "dst"),
+    CheckConstraint("src <> dst", name="no_self_loop"),
+    CheckConstraint("char_length(relation) BETWEEN 1 AND 64", name="relation_length"),
+    _unit_interval("weight"),
+    _unit_interval("confidence"),
+    CheckConstraint(f"layer BETWEEN 0 AND {LAYER_MAX}", name="layer_range"),
+)
+# Neighbourhood pulls read only these columns: index-only scans both ways.
+Index(
+    "ix_edges_out",
+    edges.c.namespace_id,
+    edges.c.src,
+    postgresql_include=["dst", "weight", "relation", "inhibitory"],
+)
+Index(
+    "ix_edges_in",
+    edges.c.namespace_id,
+    edges.c.dst,
+    postgresql_include=["src", "weight", "relation", "inhibitory"],
+)
+
+tombstones = Table(
+    "tombstones",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("target_kind", Text, nullable=False),
+    # Exactly one of node_id / edge_id is set, so both can carry a real FK.
+    Column("node_id", BigInteger, nullable=True),
+    Column("edge_id", BigInteger, nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("actor", Text, nullable=True),
+    _recorded_at("at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_tombstones"),
+    _node_fk("tombstones", "node_id"),
+    _edge_fk("tombstones", "edge_id"),
+    CheckConstraint(
+        "(target_kind = 'node' AND node_id IS NOT NULL AND edge_id IS NULL)"
+        " OR (target_kind = 'edge' AND edge_id IS NOT NULL AND node_id IS NULL)",
+        name="one_target",
+    ),
+    CheckConstraint("char_length(reason) >= 1", name="reason_given"),
+)
+Index(
+    "uq_tombstones_node",
+    tombstones.c.namespace_id,
+    tombstones.c.node_id,
+    unique=True,
+    postgresql_where=text("node_id IS NOT NULL"),
+)
+Index(
+    "uq_tombstones_edge",
+    tombstones.c.namespace_id,
+    tombstones.c.edge_id,
+    unique=True,
+    postgresql_where=text("edge_id IS NOT NULL"),
+)
+
+supersessions = Table(
+    "supersessions",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("old_id", BigInteger, nullable=False),
+    Column("new_id", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("actor", Text, nullable=True),
+    _recorded_at("at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_supersessions"),
+    _node_fk("supersessions", "old_id"),
+    _node_fk("supersessions", "new_id"),
+    CheckConstraint("old_id <> new_id", name="not_itself"),
+    CheckConstraint("char_length(reason) >= 1", name="reason_given"),
+)
+# A node is superseded at most once.
+Index("uq_supersessions_old", supersessions.c.namespace_id, supersessions.c.old_id, unique=True)
+Index("ix_supersessions_new", supersessions.c.namespace_id, supersessions.c.new_id)
+
+operations = Table(
+    "operations",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("batch_id", Text, nullable=True),
+    Column("op", Text, nullable=False),
+    Column("phase", Text, nullable=True),
+    Column("actor", Text, nullable=True),
+    Column("outcome", Text, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("receipt", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    _recorded_at(),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_operations"),
+    _namespace_fk("operations"),
+    CheckConstraint("outcome IN ('accepted', 'rejected')", name="outcome_known"),
+)
+Index("ix_operations_recorded", operations.c.namespace_id, operations.c.recorded_at)
+
+proposals = Table(
+    "proposals",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("operation", JSONB, nullable=False),
+    Column("rationale", Text, nullable=True),
+    Column("status", Text, nullable=False, server_default=text("'pending'")),
+    Column("proposed_by", Text, nullable=True),
+    _recorded_at("proposed_at"),
+    Column("decided_by", Text, nullable=True),
+    Column("decided_at", TSTZ, nullable=True),
+    Column("decision_reason", Text, nullable=True),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_proposals"),
+    _namespace_fk("proposals"),
+    CheckConstraint("status IN ('pending', 'accepted', 'rejected')", name="status_known"),
+    CheckConstraint(
+        "(status = 'pending') = (decided_at IS NULL)", name="decided_when_not_pending"
+    ),
+)
+Index(
+    "ix_proposals_pending",
+    proposals.c.namespace_id,
+    proposals.c.proposed_at,
+    postgresql_where=text("status = 'pending'"),
+)
+
+activations = Table(
+    "activations",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("session_id", Text, nullable=True),
+    Column("strength", REAL, nullable=False),
+    _recorded_at("at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_activations"),
+    _node_fk("activations", "node_id"),
+    CheckConstraint("strength >= 0", name="strength_nonnegative"),
+)
+Index("ix_activations_node", activations.c.namespace_id, activations.c.node_id, activations.c.at)
+
+node_state = Table(
+    "node_state",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("activation_count", Integer, nullable=False, server_default=text("0")),
+    Column("last_activated_at", TSTZ, nullable=True),
+    Column("access_ring", ARRAY(TSTZ), nullable=False, server_default=text("'{}'")),
+    Column("times_applied", Integer, nullable=False, server_default=text("0")),
+    Column("success_count", Integer, nullable=False, server_default=text("0")),
+    Column("current_confidence", REAL, nullable=True),
+    Column("updated_at", TSTZ, nullable=False, server_default=text("now()")),
+    PrimaryKeyConstraint("namespace_id", "node_id", name="pk_node_state"),
+    _node_fk("node_state", "node_id"),
+    CheckConstraint(
+        f"cardinality(access_ring) <= {ACCESS_RING_MAX}", name="access_ring_bounded"
+    ),
+    CheckConstraint(
+        "activation_count >= 0 AND times_applied >= 0 AND success_count >= 0",
+        name="counts_nonnegative",
+    ),
+    CheckConstraint(
+        "current_confidence IS NULL OR (current_confidence >= 0 AND current_confidence <= 1)",
+        name="current_confidence_range",
+    ),
+)
+
+edge_state = Table(
+    "edge_state",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("edge_id", BigInteger, nullable=False),
+    Column("hebbian_weight", REAL, nullable=False, server_default=text("0")),
+    Column("fire_count", Integer, nullable=False, server_default=text("0")),
+    Column("last_fired_at", TSTZ, nullable=True),
+    PrimaryKeyConstraint("namespace_id", "edge_id", name="pk_edge_state"),
+    _edge_fk("edge_state", "edge_id"),
+    _unit_interval("hebbian_weight"),
+    CheckConstraint("fire_count >= 0", name="fire_count_nonnegative"),
+)
+
+embeddings = Table(
+    "embeddings",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("dims", SmallInteger, nullable=False),
+    # Untyped vector: one table serves every model; each model gets its own
+    # HNSW expression index over embedding::vector(dims), partial on model.
+    Column("embedding", Vector(), nullable=False),
+    Column("source_hash", LargeBinary, nullable=False),
+    _recorded_at("created_at"),
+    PrimaryKeyConstraint("namespace_id", "node_id", "model", name="pk_embeddings"),
+    _node_fk("embeddings", "node_id"),
+    CheckConstraint("vector_dims(embedding) = dims", name="dims_match"),
+    CheckConstraint("char_length(model) BETWEEN 1 AND 200", name="model_length"),
+)
+
+redactions = Table(
+    "redactions",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("actor", Text, nullable=False),
+    # Proves what was erased without keeping it.
+    Column("content_hash", LargeBinary, nullable=True),
+    _recorded_at("redacted_at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_redactions"),
+    _node_fk("redactions", "node_id"),
+    CheckConstraint("char_length(reason) >= 1", name="reason_given"),
+)
+Index("uq_redactions_node", redactions.c.namespace_id, redactions.c.node_id, unique=True)
+
+# Tables whose rows, once written, never change and never go.
+APPEND_ONLY_TABLES = (
+    "namespaces",
+    "nodes",
+    "edges",
+    "tombstones",
+    "supersessions",
+    "operations",
+    "activations",
+    "redactions",
+)
+# Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
+MUTABLE_STATE_TABLES = ("node_state", "edge_state")

@@ -1,0 +1,128 @@
+"""Every error memstore raises, and the one place driver errors are translated.
+
+All exceptions derive from :class:`MemstoreError`. Database refusals that the
+schema itself raises (the append-only law, supersession and tombstone rules,
+proposal transitions, redaction) carry a dedicated SQLSTATE of class ``MS``;
+:func:`translate_db_error` maps them — by SQLSTATE, never by the shard-specific
+table name a distributed PostgreSQL would report — to the named errors below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# SQLSTATEs raised by the SQL in sql/. Class "MS" is not used by PostgreSQL.
+SQLSTATE_IMMUTABLE = "MS001"
+SQLSTATE_SUPERSESSION = "MS002"
+SQLSTATE_TOMBSTONE = "MS003"
+SQLSTATE_PROPOSAL = "MS004"
+SQLSTATE_REDACTION = "MS005"
+
+
+class MemstoreError(Exception):
+    """Root of every error memstore raises."""
+
+
+class ConfigurationError(MemstoreError):
+    """The settings or arguments cannot describe a working store."""
+
+
+class DatabaseUnavailableError(MemstoreError):
+    """The PostgreSQL server cannot be reached or started."""
+
+
+class UnsupportedServerError(MemstoreError):
+    """The server is reachable but too old, or lacks the pgvector extension."""
+
+
+class SchemaVersionError(MemstoreError):
+    """The database schema is not at the revision this package expects.
+
+    ``database_revision`` is ``None`` for a database that was never migrated.
+    """
+
+    def __init__(self, message: str, *, database_revision: str | None, package_revision: str):
+        super().__init__(message)
+        self.database_revision = database_revision
+        self.package_revision = package_revision
+
+
+class DatabaseRefusal(MemstoreError):
+    """The database refused a change that its own rules forbid.
+
+    ``table`` is the table the refusal came from (as PostgreSQL reports it) and
+    ``hint`` the sanctioned alternative, when the schema gives one.
+    """
+
+    def __init__(self, message: str, *, table: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.table = table
+        self.hint = hint
+
+
+class ImmutableRecordError(DatabaseRefusal):
+    """An UPDATE, DELETE or TRUNCATE hit an append-only table."""
+
+
+class SupersessionError(ImmutableRecordError):
+    """A node was superseded twice, or into a cycle: its lineage is already written."""
+
+
+class TombstoneError(ImmutableRecordError):
+    """A target was tombstoned twice: a tombstone is written once."""
+
+
+class ProposalTransitionError(ImmutableRecordError):
+    """A proposal's status moved other than pending → accepted/rejected, once."""
+
+
+class RedactionError(DatabaseRefusal):
+    """A redaction named an unknown node, or one that is already redacted."""
+
+
+class StoreClosedError(MemstoreError):
+    """The store was used after :meth:`MemoryStore.close`."""
+
+
+_REFUSALS: dict[str, type[DatabaseRefusal]] = {
+    SQLSTATE_IMMUTABLE: ImmutableRecordError,
+    SQLSTATE_SUPERSESSION: SupersessionError,
+    SQLSTATE_TOMBSTONE: TombstoneError,
+    SQLSTATE_PROPOSAL: ProposalTransitionError,
+    SQLSTATE_REDACTION: RedactionError,
+}
+
+# Unique indexes that back a trigger's check under concurrency: when two
+# writers race past the trigger, the index refuses the loser with 23505.
+_UNIQUE_BACKSTOPS: dict[str, type[DatabaseRefusal]] = {
+    "uq_supersessions_old": SupersessionError,
+    "uq_tombstones_node": TombstoneError,
+    "uq_tombstones_edge": TombstoneError,
+    "uq_redactions_node": RedactionError,
+}
+
+
+def _driver_error(exc: BaseException) -> Any:
+    """The psycopg error inside ``exc`` (SQLAlchemy wraps it in ``.orig``)."""
+    return getattr(exc, "orig", None) or exc
+
+
+def translate_db_error(exc: BaseException) -> MemstoreError | None:
+    """Return the memstore error for a driver error, or ``None`` if it is not ours.
+
+    Callers raise the result ``from exc`` so the driver's trace stays attached.
+    """
+    err = _driver_error(exc)
+    sqlstate = getattr(err, "sqlstate", None)
+    diag = getattr(err, "diag", None)
+    table = getattr(diag, "table_name", None) if diag is not None else None
+    hint = getattr(diag, "message_hint", None) if diag is not None else None
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    message = primary or str(err).strip()
+    if sqlstate in _REFUSALS:
+        return _REFUSALS[sqlstate](message, table=table, hint=hint)
+    if sqlstate == "23505":
+        constraint = getattr(diag, "constraint_name", None) if diag is not None else None
+        if constraint in _UNIQUE_BACKSTOPS:
+            return _UNIQUE_BACKSTOPS[constraint](message, table=table, hint=hint)
+    return None

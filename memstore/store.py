@@ -1,0 +1,128 @@
+"""The facade: :class:`MemoryStore` opens a database and guards its schema version."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from memstore.config import Settings
+from memstore.db import migrate
+from memstore.db.embedded import EmbeddedServer
+from memstore.db.engine import connect_checked, create_engine
+from memstore.db.schema import metadata
+from memstore.db.urls import mask
+from memstore.errors import StoreClosedError
+from memstore.models import StoreStatus
+
+__all__ = ["MemoryStore", "StoreStatus"]
+
+
+class MemoryStore:
+    """A memory store on one PostgreSQL database.
+
+    Use :meth:`open`; close it (or use it as a context manager) when done.
+
+    >>> with MemoryStore.open() as store:          # doctest: +SKIP
+    ...     print(store.status().row_counts["nodes"])
+    0
+    """
+
+    def __init__(self, engine: Engine, *, url: str, embedded: EmbeddedServer | None = None):
+        self._engine: Engine | None = engine
+        self._url = url
+        self._embedded = embedded
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        auto_upgrade: bool | None = None,
+    ) -> MemoryStore:
+        """Open the store at ``url``, else ``MEMSTORE_DATABASE_URL``, else the embedded server.
+
+        The database must already be at this package's schema revision: a
+        database that is behind (or ahead) raises
+        :class:`~memstore.errors.SchemaVersionError` naming both revisions, and
+        nothing is migrated implicitly. The one exception is the private
+        embedded server, which is upgraded on open unless ``auto_upgrade=False``.
+        """
+        settings = settings or Settings()
+        url = url or settings.database_url
+        embedded: EmbeddedServer | None = None
+        if url is None:
+            embedded = EmbeddedServer(settings.data_dir)
+            url = embedded.start()
+        if auto_upgrade is None:
+            auto_upgrade = embedded is not None
+        engine = create_engine(url)
+        try:
+            connect_checked(engine)
+            if auto_upgrade:
+                with engine.connect() as conn:
+                    behind = migrate.current_revision(conn) != migrate.head_revision()
+                if behind:
+                    migrate.upgrade(engine)
+            with engine.connect() as conn:
+                migrate.require_current(conn)
+        except BaseException:
+            engine.dispose()
+            if embedded is not None:
+                embedded.stop()
+            raise
+        return cls(engine, url=url, embedded=embedded)
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (psycopg 3, pgvector registered)."""
+        if self._engine is None:
+            raise StoreClosedError("this MemoryStore is closed")
+        return self._engine
+
+    def status(self) -> StoreStatus:
+        """Server, schema revision and row counts of every memstore table."""
+        with self.engine.connect() as conn:
+            server_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
+            pgvector = conn.execute(
+                sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            ).scalar_one()
+            counts = {
+                table.name: int(
+                    conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+                )
+                for table in metadata.sorted_tables
+            }
+            revision = migrate.current_revision(conn)
+        return StoreStatus(
+            database_url=mask(self._url),
+            embedded=self._embedded is not None,
+            server_version=server_version,
+            pgvector_version=pgvector,
+            schema_revision=revision,
+            package_revision=migrate.head_revision(),
+            row_counts=counts,
+        )
+
+    def close(self) -> None:
+        """Release connections; stop the embedded server if this was its last user."""
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+        if self._embedded is not None:
+            self._embedded.stop()
+            self._embedded = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
