@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
 from memstore.db.schema import metadata
+from memstore.db.transaction import transaction
 from memstore.db.urls import mask
 from memstore.errors import StoreClosedError
 from memstore.models import StoreStatus
@@ -82,6 +85,18 @@ class MemoryStore:
         if self._engine is None:
             raise StoreClosedError("this MemoryStore is closed")
         return self._engine
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection in one transaction; the schema's refusals arrive as named errors.
+
+        >>> with store.transaction() as conn:                  # doctest: +SKIP
+        ...     conn.execute(sa.text("DELETE FROM memstore.nodes"))
+        Traceback (most recent call last):
+        memstore.errors.ImmutableRecordError: DELETE on nodes refused: nodes are append-only: ...
+        """
+        with transaction(self.engine) as conn:
+            yield conn
 
     def status(self) -> StoreStatus:
         """Server, schema revision and row counts of every memstore table."""

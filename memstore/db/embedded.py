@@ -8,9 +8,11 @@ process that opened it closes it.
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
@@ -31,10 +33,18 @@ def _pgserver() -> Any:
 
 
 class EmbeddedServer:
-    """A private PostgreSQL in ``data_dir``; :meth:`start` returns its URL."""
+    """A private PostgreSQL in ``data_dir``; :meth:`start` returns its URL.
+
+    pgserver counts holders per process; within one process several stores may
+    share the server, so we count them here and release pgserver's hold only
+    when the last one stops.
+    """
+
+    _holders: ClassVar[Counter[Path]] = Counter()
+    _lock = threading.Lock()
 
     def __init__(self, data_dir: Path, *, database: str = DATABASE):
-        self.data_dir = Path(data_dir).expanduser()
+        self.data_dir = Path(data_dir).expanduser().resolve()
         self.database = database
         self._server: Any = None
 
@@ -46,7 +56,9 @@ class EmbeddedServer:
         """Start (or join) the server, create the database if needed, return its URL."""
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            self._server = _pgserver().get_server(self.pgdata, cleanup_mode="stop")
+            with self._lock:
+                self._server = _pgserver().get_server(self.pgdata, cleanup_mode="stop")
+                self._holders[self.pgdata] += 1
         except Exception as exc:  # pgserver raises plain exceptions and subprocess errors
             raise DatabaseUnavailableError(
                 f"could not start the embedded PostgreSQL in {self.pgdata}: {exc}"
@@ -64,12 +76,18 @@ class EmbeddedServer:
             ).fetchone()
             if exists is None:
                 try:
-                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database)))
+                    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.database))
+                    conn.execute(create)
                 except psycopg.errors.DuplicateDatabase:
                     pass  # another process created it first
 
     def stop(self) -> None:
         """Release this process's hold; the last holder stops the server."""
-        if self._server is not None:
-            self._server.cleanup()
-            self._server = None
+        if self._server is None:
+            return
+        with self._lock:
+            self._holders[self.pgdata] -= 1
+            if self._holders[self.pgdata] <= 0:
+                del self._holders[self.pgdata]
+                self._server.cleanup()
+        self._server = None

@@ -1,6 +1,6 @@
 """The append-only law, lineage rules and audited erasure, in the database.
 
-Frozen copies of sql/append_only.sql, sql/lineage.sql and sql/redaction.sql as
+Frozen copies of sql/01_append_only.sql, sql/02_lineage.sql and sql/03_redaction.sql as
 they were at this revision: a migration never reads a file that a later change
 could edit. A later change to sql/ ships as a new revision with the new text;
 tests/migrations/test_parity.py proves the two agree at head.
@@ -20,7 +20,7 @@ down_revision: str | Sequence[str] | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# sql/append_only.sql
+# sql/01_append_only.sql
 APPEND_ONLY_SQL = r"""
 -- The append-only law (docs/architecture.md, "The append-only law").
 --
@@ -171,7 +171,7 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.edge_state
         'edge_state rows are never deleted: update or decay the learned weight instead');
 """
 
-# sql/lineage.sql
+# sql/02_lineage.sql
 LINEAGE_SQL = r"""
 -- Lineage rules: a node is superseded at most once and never into a cycle; a
 -- target is tombstoned at most once; a proposal is decided once.
@@ -300,7 +300,7 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.proposals
         'proposals are never deleted: reject a pending proposal instead');
 """
 
-# sql/redaction.sql
+# sql/03_redaction.sql
 REDACTION_SQL = r"""
 -- Audited erasure: the only way content leaves memstore.
 --

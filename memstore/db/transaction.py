@@ -1,0 +1,29 @@
+"""One transaction, with the database's refusals translated into memstore errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from memstore.errors import translate_db_error
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Connection]:
+    """A connection inside one transaction: committed on success, rolled back on error.
+
+    A refusal raised by the schema (an append-only trigger, a lineage rule, a
+    redaction check) leaves as the matching :class:`~memstore.errors.MemstoreError`
+    subclass, with the driver error chained as its cause.
+    """
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except DBAPIError as exc:
+        translated = translate_db_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc

