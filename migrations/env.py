@@ -42,7 +42,14 @@ def _url() -> str:
 
 
 def run_offline() -> None:
-    context.configure(dialect_name="postgresql", literal_binds=True, **COMMON)
+    # Named paramstyle: otherwise every % in our SQL (format() strings) would be
+    # printed doubled, and the script a DBA runs would differ from the migration.
+    context.configure(
+        dialect_name="postgresql",
+        dialect_opts={"paramstyle": "named"},
+        literal_binds=True,
+        **COMMON,
+    )
     context.execute(CREATE_SCHEMA)
     with context.begin_transaction():
         context.run_migrations()
