@@ -8,9 +8,11 @@ offline mode (``--sql``) needs no database at all.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from alembic import context
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from memstore.db.engine import create_engine
 from memstore.db.schema import SCHEMA, metadata
@@ -19,7 +21,7 @@ config = context.config
 
 # The version table lives in our own schema so memstore never collides with
 # another application's Alembic history in the same database.
-COMMON = {
+COMMON: dict[str, Any] = {
     "target_metadata": metadata,
     "version_table_schema": SCHEMA,
     "include_schemas": True,
@@ -55,7 +57,7 @@ def run_offline() -> None:
         context.run_migrations()
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection: Connection) -> None:
     connection.execute(text(CREATE_SCHEMA))
     context.configure(connection=connection, **COMMON)
     with context.begin_transaction():

@@ -26,14 +26,18 @@ from sqlalchemy.engine import make_url
 from memstore.db import migrate
 from memstore.db.engine import create_engine
 
+Connection = psycopg.Connection[tuple[object, ...]]
+
 TEST_URL_ENV = "MEMSTORE_TEST_DATABASE_URL"
 PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
 
 
 def with_database(url: str, database: str) -> str:
     """``url`` pointed at another database on the same server."""
-    return make_url(url).set(drivername="postgresql", database=database).render_as_string(
-        hide_password=False
+    return (
+        make_url(url)
+        .set(drivername="postgresql", database=database)
+        .render_as_string(hide_password=False)
     )
 
 
@@ -82,7 +86,7 @@ def _reachable(url: str, source: str) -> str:
     return url
 
 
-def _admin(server_url: str) -> psycopg.Connection[tuple[object, ...]]:
+def _admin(server_url: str) -> Connection:
     return psycopg.connect(server_url, autocommit=True)
 
 
@@ -138,7 +142,7 @@ def database_url(make_database: Callable[..., str]) -> str:
 
 
 @pytest.fixture
-def conn(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+def conn(database_url: str) -> Iterator[Connection]:
     """A plain psycopg connection in autocommit mode: the way an operator uses psql."""
     with psycopg.connect(database_url, autocommit=True) as connection:
         yield connection
@@ -154,7 +158,8 @@ WITH ns AS (
     FROM ns, (VALUES ('episodic', 'Alice moved to Lisbon in May', 'move'),
                      ('semantic', 'Alice lives in Lisbon', 'home'),
                      ('episodic', 'Bob likes tea', NULL),
-                     ('episodic', 'Alice phone number +351 555 0100', 'phone')) AS k(kind, content, label)
+                     ('episodic', 'Alice phone number +351 555 0100', 'phone'))
+         AS k(kind, content, label)
     RETURNING namespace_id, id, content
 )
 SELECT (SELECT id FROM ns), array_agg(id ORDER BY id) FROM n
@@ -164,11 +169,12 @@ SELECT (SELECT id FROM ns), array_agg(id ORDER BY id) FROM n
 class Seed:
     """Ids of the rows :func:`seed` wrote into one fresh namespace."""
 
-    def __init__(self, conn: psycopg.Connection[tuple[object, ...]], name: str):
+    def __init__(self, conn: Connection, name: str):
         row = conn.execute(SEED_SQL, {"name": name}).fetchone()
         assert row is not None
         self.namespace_id: int = row[0]  # type: ignore[assignment]
-        self.move, self.home, self.tea, self.phone = row[1]  # type: ignore[misc]
+        node_ids: list[int] = row[1]  # type: ignore[assignment]
+        self.move, self.home, self.tea, self.phone = node_ids
         ns = self.namespace_id
         self.edge = self._one(
             conn,
@@ -234,13 +240,13 @@ class Seed:
         )
 
     @staticmethod
-    def _one(conn: psycopg.Connection[tuple[object, ...]], query: str, params: tuple[object, ...]) -> int:
-        row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+    def _one(conn: Connection, query: str, params: tuple[object, ...]) -> int:
+        row = conn.execute(query, params).fetchone()
         assert row is not None
         return row[0]  # type: ignore[return-value]
 
 
 @pytest.fixture
-def seed(conn: psycopg.Connection[tuple[object, ...]]) -> Seed:
+def seed(conn: Connection) -> Seed:
     """A fresh namespace with one row in every memstore table."""
     return Seed(conn, f"seed-{uuid.uuid4().hex[:8]}")

@@ -10,7 +10,7 @@ from pgvector.psycopg import register_vector
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from memstore.db.urls import mask, sqlalchemy_url
+from memstore.db.urls import sqlalchemy_url
 from memstore.errors import DatabaseUnavailableError, UnsupportedServerError
 
 MIN_SERVER_VERSION = 150000  # PostgreSQL 15
@@ -90,7 +90,5 @@ def connect_checked(engine: Engine) -> None:
         with engine.connect() as conn:
             check_server(conn)
     except sa.exc.OperationalError as exc:
-        raise DatabaseUnavailableError(
-            f"cannot connect to {mask(engine.url.render_as_string(hide_password=False))}:"
-            f" {exc.orig}"
-        ) from exc
+        shown = engine.url.set(drivername="postgresql").render_as_string(hide_password=True)
+        raise DatabaseUnavailableError(f"cannot connect to {shown}: {exc.orig}") from exc

@@ -25,26 +25,24 @@ ROW_AND_COLUMN = {
 }
 
 
-def _where(table: str, seed: object) -> tuple[sql.Composable, tuple[object, ...]]:
+def _where(table: str, seed) -> tuple[sql.Composed, tuple[object, ...]]:
     key, attr, _, _ = ROW_AND_COLUMN[table]
-    ns = seed.namespace_id  # type: ignore[attr-defined]
+    ns = seed.namespace_id
     if table == "namespaces":
-        return sql.SQL("id = %s"), (ns,)
+        return sql.Composed([sql.SQL("id = %s")]), (ns,)
     value = getattr(seed, attr)
     return sql.SQL("namespace_id = %s AND {} = %s").format(sql.Identifier(key)), (ns, value)
 
 
-def _run(conn: psycopg.Connection[tuple[object, ...]], statement: sql.Composable,
-         params: tuple[object, ...] = ()) -> int:
-    cur = conn.execute(statement, params)
-    return cur.rowcount
+def _run(conn, statement: sql.Composed, params: tuple[object, ...] = ()) -> int:
+    return int(conn.execute(statement, params).rowcount)
 
 
-def _count(conn: psycopg.Connection[tuple[object, ...]], table: str) -> int:
+def _count(conn, table: str) -> int:
     query = sql.SQL("SELECT count(*) FROM memstore.{}").format(sql.Identifier(table))
     row = conn.execute(query).fetchone()
     assert row is not None
-    return int(row[0])  # type: ignore[call-overload]
+    return int(row[0])
 
 
 def _refused(exc: pytest.ExceptionInfo[psycopg.Error], table: str) -> None:

@@ -37,7 +37,7 @@ def test_a_node_is_superseded_at_most_once_and_the_error_names_the_current_versi
     with pytest.raises(psycopg.Error) as exc:
         _supersede(conn, ns, seed.move, seed.tea)
     assert exc.value.sqlstate == SQLSTATE_SUPERSESSION
-    assert f"current version is node {newest}" in exc.value.diag.message_primary
+    assert f"current version is node {newest}" in str(exc.value)
 
 
 def test_a_supersession_cannot_close_a_cycle(conn, seed):
@@ -45,7 +45,7 @@ def test_a_supersession_cannot_close_a_cycle(conn, seed):
     with pytest.raises(psycopg.Error) as exc:
         _supersede(conn, ns, seed.home, seed.move)  # seed already has move -> home
     assert exc.value.sqlstate == SQLSTATE_SUPERSESSION
-    assert "cycle" in exc.value.diag.message_primary
+    assert "cycle" in str(exc.value)
 
 
 def test_a_node_cannot_supersede_itself(conn, seed):

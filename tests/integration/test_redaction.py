@@ -92,7 +92,7 @@ def test_bad_redactions_are_refused_and_change_nothing(conn, seed, node, reason,
             (seed.namespace_id, node_id, reason, actor),
         )
     assert exc.value.sqlstate == SQLSTATE_REDACTION
-    assert message in exc.value.diag.message_primary
+    assert message in str(exc.value)
     assert _node(conn, seed.namespace_id, seed.home) == before
 
 
@@ -115,11 +115,12 @@ def ordinary_role(conn, database_url):
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA memstore TO {}").format(ident))
     conn.execute(sql.SQL("GRANT ALL ON ALL TABLES IN SCHEMA memstore TO {}").format(ident))
     conn.execute(
-        sql.SQL("GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO {}")
-        .format(ident)
+        sql.SQL(
+            "GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO {}"
+        ).format(ident)
     )
     url = sa.engine.make_url(with_database(database_url, conn.info.dbname))
-    url = url.set(username=role, password="pw")  # noqa: S106 - throwaway test role
+    url = url.set(username=role, password="pw")
     yield url.render_as_string(hide_password=False)
     conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
     conn.execute(sql.SQL("DROP ROLE {}").format(ident))
@@ -128,11 +129,7 @@ def ordinary_role(conn, database_url):
 def test_an_ordinary_role_cannot_update_even_with_settings_nor_become_the_redactor(
     seed, ordinary_role
 ):
-    try:
-        app = psycopg.connect(ordinary_role, autocommit=True)
-    except psycopg.OperationalError as exc:  # e.g. a server that only trusts its superuser
-        pytest.fail(f"cannot log in as a test role: {exc}")
-    with app:
+    with psycopg.connect(ordinary_role, autocommit=True) as app:
         app.execute("SET memstore.redactor = 'on'")
         app.execute("SET application_name = 'memstore_redactor'")
         with pytest.raises(psycopg.Error) as exc:
@@ -164,7 +161,8 @@ def test_the_redactor_may_blank_content_but_not_change_anything_else(conn, seed)
         assert exc.value.sqlstate == SQLSTATE_IMMUTABLE
         with pytest.raises(psycopg.Error) as exc:
             conn.execute(
-                "UPDATE memstore.nodes SET content = 'rewritten' WHERE namespace_id = %s AND id = %s",
+                "UPDATE memstore.nodes SET content = 'rewritten'"
+                " WHERE namespace_id = %s AND id = %s",
                 (seed.namespace_id, seed.home),
             )
         assert exc.value.sqlstate == SQLSTATE_IMMUTABLE
@@ -175,8 +173,10 @@ def test_the_redactor_may_blank_content_but_not_change_anything_else(conn, seed)
 def test_the_store_translates_refusals_into_named_errors(database_url, seed):
     with MemoryStore.open(database_url) as store:
         with pytest.raises(ImmutableRecordError) as exc, store.transaction() as tx:
-            tx.execute(sa.text("DELETE FROM memstore.nodes WHERE namespace_id = :ns"),
-                       {"ns": seed.namespace_id})
+            tx.execute(
+                sa.text("DELETE FROM memstore.nodes WHERE namespace_id = :ns"),
+                {"ns": seed.namespace_id},
+            )
         assert exc.value.table == "nodes"
         assert "revise creates a new version" in str(exc.value)
         with pytest.raises(RedactionError, match="already redacted"), store.transaction() as tx:

@@ -67,8 +67,18 @@ def test_status_counts_rows_of_every_table(database_url, seed):
     assert status.pgvector_version >= "0.8"
     counts = status.row_counts
     assert set(counts) == {
-        "namespaces", "nodes", "edges", "tombstones", "supersessions", "operations",
-        "proposals", "activations", "node_state", "edge_state", "embeddings", "redactions",
+        "namespaces",
+        "nodes",
+        "edges",
+        "tombstones",
+        "supersessions",
+        "operations",
+        "proposals",
+        "activations",
+        "node_state",
+        "edge_state",
+        "embeddings",
+        "redactions",
     }
     assert counts["nodes"] >= 4 and counts["redactions"] >= 1
     assert "***" in status.database_url or "@" not in status.database_url.split("?")[0]
@@ -89,7 +99,7 @@ def test_an_unreachable_server_is_a_clear_error():
         MemoryStore.open(url)
 
 
-def _postmaster_running(data_dir) -> bool:
+def _postmaster_running(data_dir):
     pid_file = data_dir / "pg" / "postmaster.pid"
     return pid_file.exists()
 

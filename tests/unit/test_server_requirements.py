@@ -10,15 +10,19 @@ from memstore.errors import UnsupportedServerError
 
 @pytest.mark.parametrize(
     ("version", "available", "installed"),
-    [(150000, "0.8.0", None), (170004, "0.8.1", "0.8.1"), (180004, None, "0.8.5"),
-     (160000, "0.10.0", None)],
+    [
+        (150000, "0.8.0", None),
+        (170004, "0.8.1", "0.8.1"),
+        (180004, None, "0.8.5"),
+        (160000, "0.10.0", None),
+    ],
 )
 def test_supported_servers_pass(version, available, installed):
     assess_server(version, available, installed)
 
 
 def test_postgres_14_is_refused_by_name():
-    with pytest.raises(UnsupportedServerError, match="PostgreSQL 15 or newer.*PostgreSQL 14"):
+    with pytest.raises(UnsupportedServerError, match=r"PostgreSQL 15 or newer.*PostgreSQL 14"):
         assess_server(140010, "0.8.0", None)
 
 
