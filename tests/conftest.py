@@ -61,7 +61,7 @@ def server_url() -> Iterator[str]:
         yield _reachable(url, source)
         return
     if _docker_answers():
-        from testcontainers.postgres import PostgresContainer
+        from testcontainers.community.postgres import PostgresContainer
 
         with PostgresContainer(PGVECTOR_IMAGE, driver=None) as container:
             yield _reachable(container.get_connection_url(), f"testcontainers {PGVECTOR_IMAGE}")
