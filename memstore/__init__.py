@@ -7,9 +7,11 @@
 >>> store.close()                       # doctest: +SKIP
 """
 
+from importlib.metadata import version
+
 from memstore.errors import MemstoreError
 from memstore.models import StoreStatus
 from memstore.store import MemoryStore
 
 __all__ = ["MemoryStore", "MemstoreError", "StoreStatus"]
-__version__ = "0.1.0"
+__version__ = version("memstore")

@@ -50,6 +50,7 @@ class EmbeddedServer:
 
     @property
     def pgdata(self) -> Path:
+        """The PostgreSQL data directory inside ``data_dir``."""
         return self.data_dir / "pg"
 
     def start(self) -> str:

@@ -1,0 +1,40 @@
+"""Imports point downward only: cli -> store -> db; leaves import nothing above them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "memstore"
+
+# module (or package) -> memstore modules it must never import
+FORBIDDEN = {
+    "db": ("memstore.store", "memstore.cli"),
+    "store": ("memstore.cli",),
+    "errors": ("memstore.",),
+    "models": ("memstore.db", "memstore.store", "memstore.cli"),
+    "config": ("memstore.db", "memstore.store", "memstore.cli"),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_no_upward_imports(layer):
+    target = PACKAGE / layer
+    files = sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+    assert files
+    for path in files:
+        for name in _imports(path):
+            for forbidden in FORBIDDEN[layer]:
+                assert not name.startswith(forbidden), f"{path.name} imports {name}"
