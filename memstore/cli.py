@@ -8,7 +8,7 @@ Exit codes: 0 success, 1 a memstore error (or ``db check`` found a mismatch),
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
+from memstore.db.transaction import transaction
 from memstore.errors import MemstoreError
 from memstore.models import StoreStatus
 from memstore.store import MemoryStore
@@ -135,17 +136,21 @@ def demo(ctx: typer.Context) -> None:
         _print_status(store.status())
 
 
+def _migrate(ctx: typer.Context, step: Callable[[Engine, str], None], revision: str) -> None:
+    with _engine(_settings(ctx)) as engine:
+        step(engine, revision)
+        with transaction(engine) as conn:
+            now = migrate.current_revision(conn)
+    out.print(f"database schema at revision {now or 'base'}")
+
+
 @db_app.command("upgrade")
 def db_upgrade(
     ctx: typer.Context,
     revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
 ) -> None:
     """Migrate the database schema up to a revision (default: the package's head)."""
-    with _engine(_settings(ctx)) as engine:
-        migrate.upgrade(engine, revision)
-        with engine.connect() as conn:
-            now = migrate.current_revision(conn)
-    out.print(f"database schema at revision {now}")
+    _migrate(ctx, migrate.upgrade, revision)
 
 
 @db_app.command("downgrade")
@@ -154,17 +159,13 @@ def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision; 'base' removes the tables.")],
 ) -> None:
     """Migrate the database schema down to a revision (for rollbacks; drops data)."""
-    with _engine(_settings(ctx)) as engine:
-        migrate.downgrade(engine, revision)
-        with engine.connect() as conn:
-            now = migrate.current_revision(conn)
-    out.print(f"database schema at revision {now or 'base'}")
+    _migrate(ctx, migrate.downgrade, revision)
 
 
 @db_app.command("current")
 def db_current(ctx: typer.Context) -> None:
     """Print the database's schema revision and the package's."""
-    with _engine(_settings(ctx)) as engine, engine.connect() as conn:
+    with _engine(_settings(ctx)) as engine, transaction(engine) as conn:
         current = migrate.current_revision(conn)
     out.print(f"database revision: {current or 'none'}")
     out.print(f"package revision:  {migrate.head_revision()}")
@@ -173,7 +174,7 @@ def db_current(ctx: typer.Context) -> None:
 @db_app.command("check")
 def db_check(ctx: typer.Context) -> None:
     """Exit 1, naming both revisions, unless the database is at the package's revision."""
-    with _engine(_settings(ctx)) as engine, engine.connect() as conn:
+    with _engine(_settings(ctx)) as engine, transaction(engine) as conn:
         migrate.require_current(conn)
     out.print(f"database schema is current (revision {migrate.head_revision()})")
 

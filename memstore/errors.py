@@ -47,6 +47,18 @@ class SchemaVersionError(MemstoreError):
         self.package_revision = package_revision
 
 
+class DatabaseError(MemstoreError):
+    """The database rejected a statement for a reason memstore has no name for.
+
+    ``sqlstate`` and ``constraint`` come from the server's diagnostics.
+    """
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, constraint: str | None = None):
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.constraint = constraint
+
+
 class DatabaseRefusal(MemstoreError):
     """The database refused a change that its own rules forbid.
 
@@ -107,10 +119,13 @@ def _driver_error(exc: BaseException) -> Any:
     return getattr(exc, "orig", None) or exc
 
 
-def translate_db_error(exc: BaseException) -> MemstoreError | None:
-    """Return the memstore error for a driver error, or ``None`` if it is not ours.
+def translate_db_error(exc: BaseException) -> MemstoreError:
+    """The memstore error for a driver (or SQLAlchemy-wrapped driver) error.
 
-    Callers raise the result ``from exc`` so the driver's trace stays attached.
+    The schema's refusals get their named class; a lost or refused connection
+    becomes :class:`DatabaseUnavailableError`; anything else
+    :class:`DatabaseError`. Callers raise the result ``from exc`` so the
+    driver's trace stays attached.
     """
     err = _driver_error(exc)
     sqlstate = getattr(err, "sqlstate", None)
@@ -121,8 +136,10 @@ def translate_db_error(exc: BaseException) -> MemstoreError | None:
     message = primary or str(err).strip()
     if sqlstate in _REFUSALS:
         return _REFUSALS[sqlstate](message, table=table, hint=hint)
-    if sqlstate == "23505":
-        constraint = getattr(diag, "constraint_name", None) if diag is not None else None
-        if constraint in _UNIQUE_BACKSTOPS:
-            return _UNIQUE_BACKSTOPS[constraint](message, table=table, hint=hint)
-    return None
+    constraint = getattr(diag, "constraint_name", None) if diag is not None else None
+    if sqlstate == "23505" and constraint in _UNIQUE_BACKSTOPS:
+        return _UNIQUE_BACKSTOPS[constraint](message, table=table, hint=hint)
+    if sqlstate is None or sqlstate.startswith(("08", "57P")):
+        # Connection exceptions and operator intervention (server shutting down).
+        return DatabaseUnavailableError(f"the database connection failed: {message}")
+    return DatabaseError(message, sqlstate=sqlstate, constraint=constraint)

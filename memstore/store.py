@@ -66,11 +66,11 @@ class MemoryStore:
         try:
             connect_checked(engine)
             if auto_upgrade:
-                with engine.connect() as conn:
+                with transaction(engine) as conn:
                     behind = migrate.current_revision(conn) != migrate.head_revision()
                 if behind:
                     migrate.upgrade(engine)
-            with engine.connect() as conn:
+            with transaction(engine) as conn:
                 migrate.require_current(conn)
         except BaseException:
             engine.dispose()
@@ -100,7 +100,7 @@ class MemoryStore:
 
     def status(self) -> StoreStatus:
         """Server, schema revision and row counts of every memstore table."""
-        with self.engine.connect() as conn:
+        with transaction(self.engine) as conn:
             server_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
             pgvector = conn.execute(
                 sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.resources import migrations_dir
 from memstore.db.schema import SCHEMA
+from memstore.db.transaction import transaction
 from memstore.errors import SchemaVersionError
 
 VERSION_TABLE = "alembic_version"
@@ -49,7 +50,7 @@ def current_revision(connection: Connection) -> str | None:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database up to ``revision`` in one transaction."""
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         command.upgrade(alembic_config(conn), revision)
     # Connections opened before the vector extension existed lack its adapter.
     engine.dispose()
@@ -57,14 +58,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Migrate the database down to ``revision`` (``base`` removes memstore's tables)."""
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         command.downgrade(alembic_config(conn), revision)
     engine.dispose()
 
 
 def check(engine: Engine) -> None:
     """Raise if the SQLAlchemy metadata and the migrations disagree (``alembic check``)."""
-    with engine.connect() as conn:
+    with transaction(engine) as conn:
         command.check(alembic_config(conn))
 
 

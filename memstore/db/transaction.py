@@ -17,13 +17,11 @@ def transaction(engine: Engine) -> Iterator[Connection]:
 
     A refusal raised by the schema (an append-only trigger, a lineage rule, a
     redaction check) leaves as the matching :class:`~memstore.errors.MemstoreError`
-    subclass, with the driver error chained as its cause.
+    subclass, any other database error as :class:`~memstore.errors.DatabaseError`,
+    with the driver error chained as its cause.
     """
     try:
         with engine.begin() as conn:
             yield conn
     except DBAPIError as exc:
-        translated = translate_db_error(exc)
-        if translated is None:
-            raise
-        raise translated from exc
+        raise translate_db_error(exc) from exc

@@ -132,3 +132,26 @@ def test_embedded_server_starts_migrates_is_shared_and_stops(tmp_path):
     # Reopening finds the data again.
     with MemoryStore.open(settings=settings) as again:
         assert again.status().schema_revision == migrate.head_revision()
+
+
+def test_every_database_error_leaves_as_a_memstore_error(database_url, seed):
+    from memstore.errors import DatabaseError, MemstoreError
+
+    with MemoryStore.open(database_url) as store:
+        with pytest.raises(DatabaseError) as exc, store.transaction() as tx:
+            tx.execute(
+                sa.text(
+                    "INSERT INTO memstore.nodes (namespace_id, kind, content, importance)"
+                    " VALUES (:ns, 'episodic', 'too important', 2)"
+                ),
+                {"ns": seed.namespace_id},
+            )
+        assert isinstance(exc.value, MemstoreError)
+        assert (exc.value.sqlstate, exc.value.constraint) == ("23514", "ck_nodes_importance_range")
+        assert isinstance(exc.value.__cause__, sa.exc.DBAPIError)  # the driver error is kept
+        # ...and the failed transaction wrote nothing.
+        with store.transaction() as tx:
+            count = tx.execute(
+                sa.text("SELECT count(*) FROM memstore.nodes WHERE content = 'too important'")
+            ).scalar_one()
+        assert count == 0
