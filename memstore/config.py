@@ -33,3 +33,21 @@ class Settings(BaseSettings):
         default_factory=default_data_dir,
         description="Where the embedded server keeps its data (only without database_url).",
     )
+    max_content_bytes: int = Field(
+        default=64 * 1024,
+        ge=1,
+        le=100 * 1024 * 1024,
+        description="Largest content (UTF-8 bytes) one memory may hold.",
+    )
+    embedder: str = Field(
+        default="auto",
+        description=(
+            "Embedding model: 'auto' (the neural model when installed, else hashing),"
+            " 'hashing' or 'neural'."
+        ),
+    )
+    actor: str = Field(
+        default="memstore",
+        min_length=1,
+        description="Actor recorded on tombstones, supersessions and redactions by default.",
+    )

@@ -92,6 +92,80 @@ class RedactionError(DatabaseRefusal):
     """A redaction named an unknown node, or one that is already redacted."""
 
 
+class InvalidInputError(MemstoreError, ValueError):
+    """An argument is malformed or out of range; nothing was written.
+
+    ``field`` names the offending argument when there is one.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class ContentTooLargeError(InvalidInputError):
+    """Content is larger than ``MEMSTORE_MAX_CONTENT_BYTES``."""
+
+    def __init__(self, message: str, *, size: int, limit: int):
+        super().__init__(message, field="content")
+        self.size = size
+        self.limit = limit
+
+
+class DimensionMismatchError(InvalidInputError):
+    """A vector's length differs from the embedder's dimensions."""
+
+    def __init__(self, message: str, *, expected: int, got: int):
+        super().__init__(message, field="embedding")
+        self.expected = expected
+        self.got = got
+
+
+class NotFoundError(MemstoreError, LookupError):
+    """A node or edge does not exist in this namespace."""
+
+    def __init__(self, message: str, *, namespace: str, target_id: int):
+        super().__init__(message)
+        self.namespace = namespace
+        self.target_id = target_id
+
+
+class NodeNotFoundError(NotFoundError):
+    """No node with this id exists in this namespace."""
+
+
+class EdgeNotFoundError(NotFoundError):
+    """No edge with this id exists in this namespace."""
+
+
+class CrossNamespaceError(InvalidInputError):
+    """An edge would join nodes of two namespaces: links never cross namespaces."""
+
+
+class NodeStateError(MemstoreError):
+    """The node exists but its state forbids the operation.
+
+    ``current_id`` names the node's current version when it was superseded.
+    """
+
+    def __init__(self, message: str, *, node_id: int, current_id: int | None = None):
+        super().__init__(message)
+        self.node_id = node_id
+        self.current_id = current_id
+
+
+class NodeSupersededError(NodeStateError):
+    """The node was revised; act on its current version instead."""
+
+
+class NodeTombstonedError(NodeStateError):
+    """The node was forgotten."""
+
+
+class NodeRedactedError(NodeStateError):
+    """The node's content was erased."""
+
+
 class StoreClosedError(MemstoreError):
     """The store was used after :meth:`MemoryStore.close`."""
 

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+# Privacy levels: 0 public, 1 internal, 2 private, 3 secret. A caller's privacy
+# ceiling hides every node above it.
+PRIVACY_MAX = 3
+# Layers: 0 SAFETY, 1 CORE, 2 CONTEXT, 3 TASK, 4 SUIT (lower fires first).
+LAYER_MAX = 4
 
 
 class StoreStatus(BaseModel):
@@ -20,3 +30,161 @@ class StoreStatus(BaseModel):
     package_revision: str
     row_counts: dict[str, int]
     """Rows per table of schema ``memstore``."""
+
+
+# --- memories -----------------------------------------------------------------
+
+Kind = Literal["working", "episodic", "semantic", "procedural"]
+RecallMode = Literal["hybrid", "semantic", "lexical"]
+TargetKind = Literal["node", "edge"]
+NODE_KINDS: tuple[str, ...] = get_args(Kind)
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Layer = Annotated[int, Field(ge=0, le=LAYER_MAX)]
+Privacy = Annotated[int, Field(ge=0, le=PRIVACY_MAX)]
+ShortText = Annotated[str, Field(min_length=1, max_length=200)]
+Reason = Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class NodeStatus(StrEnum):
+    """Where a node stands: readable now, replaced, forgotten, or erased."""
+
+    CURRENT = "current"
+    SUPERSEDED = "superseded"
+    TOMBSTONED = "tombstoned"
+    REDACTED = "redacted"
+
+
+class MemoryInput(BaseModel):
+    """One memory to remember: everything :meth:`Namespace.remember` accepts.
+
+    Content limits (non-empty, at most ``MEMSTORE_MAX_CONTENT_BYTES``) are checked
+    by the namespace, which knows the configured limit.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str
+    kind: Kind = "episodic"
+    node_type: Annotated[str, Field(min_length=1, max_length=64)] = "Memory"
+    tier: ShortText | None = None
+    layer: Layer = 1
+    label: Annotated[str, Field(max_length=1000)] | None = None
+    data: dict[str, Any] | None = None
+    importance: Unit = 0.5
+    confidence: Unit = 0.5
+    decay_rate: Unit = 0.5
+    privacy: Privacy = 0
+    protected: bool = False
+    subject: ShortText | None = None
+    scope: ShortText | None = None
+    source: Annotated[str, Field(max_length=2000)] | None = None
+    actor: ShortText | None = None
+    run_id: ShortText | None = None
+    observed_at: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    embedding: Any = Field(default=None, exclude=True, repr=False)
+    """A precomputed vector for the namespace's embedder (numpy array or list)."""
+
+    @model_validator(mode="after")
+    def _valid_period(self) -> MemoryInput:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to must be later than valid_from")
+        return self
+
+
+class Node(BaseModel):
+    """A memory as stored, with its status and provenance."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    namespace: str
+    kind: Kind
+    node_type: str
+    tier: str | None
+    layer: int
+    label: str | None
+    content: str
+    data: dict[str, Any]
+    importance: float
+    confidence: float
+    decay_rate: float
+    privacy: int
+    protected: bool
+    subject: str | None
+    scope: str | None
+    source: str | None
+    actor: str | None
+    run_id: str | None
+    observed_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_at: datetime
+    status: NodeStatus
+    superseded_by: int | None = None
+    """The next version, when this node was revised."""
+
+
+class Edge(BaseModel):
+    """A typed, weighted link between two nodes of one namespace."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    namespace: str
+    src: int
+    dst: int
+    relation: str
+    weight: float
+    inhibitory: bool
+    confidence: float
+    layer: int
+    source: str | None
+    actor: str | None
+    run_id: str | None
+    recorded_at: datetime
+    tombstoned: bool = False
+
+
+class ScoreParts(BaseModel):
+    """How a hit scored: each signal that found it, and the fused result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    similarity: float | None = None
+    """Cosine similarity between the query and the node's vector."""
+    lexical: float | None = None
+    """Full-text rank (``ts_rank_cd``) of the node for the query."""
+    semantic_rank: int | None = None
+    lexical_rank: int | None = None
+    fused_rank: int
+
+
+class Hit(BaseModel):
+    """One recalled memory: ``node``, its ``score`` (higher is better) and the parts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: Node
+    score: float
+    parts: ScoreParts
+
+
+class EmbeddingStatus(BaseModel):
+    """Freshness of one namespace's vectors for one model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    namespace: str
+    model: str
+    dims: int
+    nodes: int
+    """Nodes that should have a vector (not redacted)."""
+    fresh: int
+    missing: int
+    stale: int
+    """Vectors whose source text no longer matches the node."""
+    index: bool
+    """Whether the model's HNSW index exists."""

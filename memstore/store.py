@@ -17,8 +17,11 @@ from memstore.db.engine import connect_checked, create_engine
 from memstore.db.schema import metadata
 from memstore.db.transaction import transaction
 from memstore.db.urls import mask
+from memstore.embedding.base import Embedder
+from memstore.embedding.select import choose_embedder
 from memstore.errors import StoreClosedError
 from memstore.models import StoreStatus
+from memstore.namespace import Namespace
 
 __all__ = ["MemoryStore", "StoreStatus"]
 
@@ -33,10 +36,20 @@ class MemoryStore:
     0
     """
 
-    def __init__(self, engine: Engine, *, url: str, embedded: EmbeddedServer | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        url: str,
+        settings: Settings,
+        embedder: Embedder,
+        embedded: EmbeddedServer | None = None,
+    ):
         self._engine: Engine | None = engine
         self._url = url
         self._embedded = embedded
+        self.settings = settings
+        self.embedder = embedder
 
     @classmethod
     def open(
@@ -45,6 +58,7 @@ class MemoryStore:
         *,
         settings: Settings | None = None,
         auto_upgrade: bool | None = None,
+        embedder: Embedder | None = None,
     ) -> MemoryStore:
         """Open the store at ``url``, else ``MEMSTORE_DATABASE_URL``, else the embedded server.
 
@@ -53,8 +67,13 @@ class MemoryStore:
         :class:`~memstore.errors.SchemaVersionError` naming both revisions, and
         nothing is migrated implicitly. The one exception is the private
         embedded server, which is upgraded on open unless ``auto_upgrade=False``.
+
+        ``embedder`` turns text into vectors; by default the neural model when
+        the ``neural`` extra is installed, else the hashing embedder
+        (``MEMSTORE_EMBEDDER`` chooses explicitly).
         """
         settings = settings or Settings()
+        embedder = embedder or choose_embedder(settings.embedder)
         url = url or settings.database_url
         embedded: EmbeddedServer | None = None
         if url is None:
@@ -77,7 +96,7 @@ class MemoryStore:
             if embedded is not None:
                 embedded.stop()
             raise
-        return cls(engine, url=url, embedded=embedded)
+        return cls(engine, url=url, settings=settings, embedder=embedder, embedded=embedded)
 
     @property
     def engine(self) -> Engine:
@@ -85,6 +104,10 @@ class MemoryStore:
         if self._engine is None:
             raise StoreClosedError("this MemoryStore is closed")
         return self._engine
+
+    def namespace(self, name: str) -> Namespace:
+        """The namespace called ``name`` (any Unicode, compared exactly), created on first use."""
+        return Namespace(self.engine, name, settings=self.settings, embedder=self.embedder)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

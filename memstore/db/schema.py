@@ -35,6 +35,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, TSVECTOR
 
+from memstore.models import LAYER_MAX, NODE_KINDS, PRIVACY_MAX
+
 SCHEMA = "memstore"
 
 # Deterministic constraint names: errors.py maps some of them, and migrations
@@ -49,13 +51,8 @@ NAMING = {
 
 metadata = MetaData(schema=SCHEMA, naming_convention=NAMING)
 
-# Node kinds (DESIGN §3). Extending the list is a migration.
-NODE_KINDS = ("working", "episodic", "semantic", "procedural")
-# Privacy levels: 0 public, 1 internal, 2 private, 3 secret. A caller's privacy
-# ceiling hides every node above it.
-PRIVACY_MAX = 3
-# Layers: 0 SAFETY, 1 CORE, 2 CONTEXT, 3 TASK, 4 SUIT (lower fires first).
-LAYER_MAX = 4
+# Node kinds, privacy levels and layers are defined with the API models;
+# extending any of them is a migration.
 # Bounded ACT-R access-time ring kept per node.
 ACCESS_RING_MAX = 64
 # The embedded and CI servers both speak English full text; one config keeps
@@ -115,9 +112,7 @@ namespaces = Table(
     PrimaryKeyConstraint("id", name="pk_namespaces"),
     UniqueConstraint("name", name="uq_namespaces_name"),
     # Any Unicode is allowed; the bound keeps the unique btree entry valid.
-    CheckConstraint(
-        "char_length(name) >= 1 AND octet_length(name) <= 2048", name="name_length"
-    ),
+    CheckConstraint("char_length(name) >= 1 AND octet_length(name) <= 2048", name="name_length"),
 )
 
 nodes = Table(
@@ -313,9 +308,7 @@ proposals = Table(
     PrimaryKeyConstraint("namespace_id", "id", name="pk_proposals"),
     _namespace_fk("proposals"),
     CheckConstraint("status IN ('pending', 'accepted', 'rejected')", name="status_known"),
-    CheckConstraint(
-        "(status = 'pending') = (decided_at IS NULL)", name="decided_when_not_pending"
-    ),
+    CheckConstraint("(status = 'pending') = (decided_at IS NULL)", name="decided_when_not_pending"),
 )
 Index(
     "ix_proposals_pending",
@@ -353,9 +346,7 @@ node_state = Table(
     Column("updated_at", TSTZ, nullable=False, server_default=text("now()")),
     PrimaryKeyConstraint("namespace_id", "node_id", name="pk_node_state"),
     _node_fk("node_state", "node_id"),
-    CheckConstraint(
-        f"cardinality(access_ring) <= {ACCESS_RING_MAX}", name="access_ring_bounded"
-    ),
+    CheckConstraint(f"cardinality(access_ring) <= {ACCESS_RING_MAX}", name="access_ring_bounded"),
     CheckConstraint(
         "activation_count >= 0 AND times_applied >= 0 AND success_count >= 0",
         name="counts_nonnegative",

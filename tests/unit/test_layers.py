@@ -1,4 +1,7 @@
-"""Imports point downward only: cli -> store -> db; leaves import nothing above them."""
+"""Imports point downward only: cli -> store/namespace -> graph/recall/embedding -> db.
+
+models, errors and config are leaves: they import nothing above them.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +13,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "memstore"
 
 # module (or package) -> memstore modules it must never import
+SERVICES = ("memstore.namespace", "memstore.store", "memstore.cli")
+CORE = ("memstore.graph", "memstore.recall", "memstore.embedding")
 FORBIDDEN = {
-    "db": ("memstore.store", "memstore.cli"),
+    "db": CORE + SERVICES,
+    "graph": SERVICES,
+    "recall": SERVICES,
+    "embedding": SERVICES,
+    "namespace": ("memstore.store", "memstore.cli"),
     "store": ("memstore.cli",),
     "errors": ("memstore.",),
-    "models": ("memstore.db", "memstore.store", "memstore.cli"),
-    "config": ("memstore.db", "memstore.store", "memstore.cli"),
+    "models": ("memstore.db", *CORE, *SERVICES),
+    "config": ("memstore.db", *CORE, *SERVICES),
 }
 
 

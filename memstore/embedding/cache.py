@@ -1,0 +1,244 @@
+"""The embeddings table: a rebuildable cache of vectors, one HNSW index per model.
+
+Vectors are keyed by (namespace, node, model) and carry the sha256 of the text
+they were computed from, so a vector whose node text changed is *stale* and a
+node without one is *missing*; :func:`rebuild` fixes both. Deleting every row
+loses no memory: recall falls back to full text until a rebuild.
+
+Each model gets its own HNSW index, an expression index over
+``embedding::vector(dims)`` that is partial on ``model = '<name>'``: one table
+serves every model and dimension. The model name is rendered into the index
+predicate and into queries as a SQL literal (psycopg/SQLAlchemy quoting, never
+string formatting) because the planner can only use a partial index when it
+can see the predicate's value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from psycopg import sql
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import Connection, Engine
+
+from memstore.db.schema import embeddings, nodes, redactions
+from memstore.db.transaction import transaction
+from memstore.embedding.base import Embedder, Vectors
+from memstore.errors import DimensionMismatchError, InvalidInputError
+from memstore.graph.content import source_hash
+from memstore.models import EmbeddingStatus
+
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+INDEX_PREFIX = "ix_embeddings_hnsw_"
+
+
+def index_name(model: str, dims: int) -> str:
+    """A stable, valid identifier for the model's index (names can be any text)."""
+    return INDEX_PREFIX + hashlib.sha1(f"{model}\x00{dims}".encode()).hexdigest()[:16]
+
+
+def model_literal(model: str) -> sa.BindParameter[str]:
+    """The model name rendered inline as a quoted literal, so partial indexes match."""
+    return sa.literal(model, sa.Text, literal_execute=True)
+
+
+def typed_vector(dims: int) -> sa.Cast[Any]:
+    """``embedding::vector(dims)``: the expression every model's index is built on."""
+    return sa.cast(embeddings.c.embedding, Vector(dims))
+
+
+def check_vector(vector: object, dims: int, *, field: str = "embedding") -> Vectors:
+    """``vector`` as a float32 row of length ``dims``, finite and not all zero."""
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{field} is not a vector of numbers", field=field) from exc
+    if array.ndim != 1 or array.shape[0] != dims:
+        got = int(array.shape[-1]) if array.ndim else 0
+        raise DimensionMismatchError(
+            f"{field} has {got} dimensions; this namespace's embedder has {dims}",
+            expected=dims,
+            got=got,
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInputError(f"{field} contains NaN or infinity", field=field)
+    if not array.any():
+        raise InvalidInputError(f"{field} is all zeros; cosine needs a direction", field=field)
+    return array
+
+
+def index_exists(conn: Connection, model: str, dims: int) -> bool:
+    found = conn.execute(
+        sa.text("SELECT to_regclass(:name) IS NOT NULL"),
+        {"name": f"memstore.{index_name(model, dims)}"},
+    ).scalar_one()
+    return bool(found)
+
+
+def ensure_index(engine: Engine, model: str, dims: int) -> bool:
+    """Create the model's HNSW index if missing; True if this call built it.
+
+    Building after a bulk load is far cheaper than inserting into a live
+    index, which is why bulk imports call this at the end.
+    """
+    with transaction(engine) as conn:
+        if index_exists(conn, model, dims):
+            return False
+        ddl = sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON memstore.embeddings"
+            " USING hnsw ((embedding::vector({dims})) vector_cosine_ops)"
+            " WITH (m = {m}, ef_construction = {ef}) WHERE model = {model}"
+        ).format(
+            name=sql.Identifier(index_name(model, dims)),
+            dims=sql.Literal(dims),
+            m=sql.Literal(HNSW_M),
+            ef=sql.Literal(HNSW_EF_CONSTRUCTION),
+            model=sql.Literal(model),
+        )
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        raw.execute(ddl)
+    return True
+
+
+def upsert_vectors(
+    conn: Connection,
+    namespace_id: int,
+    model: str,
+    node_ids: Sequence[int],
+    texts: Sequence[str],
+    vectors: Vectors,
+) -> None:
+    """Write (or refresh) the vectors of ``node_ids`` for ``model``."""
+    if not node_ids:
+        return
+    dims = int(vectors.shape[1])
+    rows = [
+        {
+            "namespace_id": namespace_id,
+            "node_id": node_id,
+            "model": model,
+            "dims": dims,
+            "embedding": vector,
+            "source_hash": source_hash(text),
+        }
+        for node_id, text, vector in zip(node_ids, texts, vectors, strict=True)
+    ]
+    statement = pg_insert(embeddings)
+    statement = statement.on_conflict_do_update(
+        index_elements=["namespace_id", "node_id", "model"],
+        set_={
+            "dims": statement.excluded.dims,
+            "embedding": statement.excluded.embedding,
+            "source_hash": statement.excluded.source_hash,
+            "created_at": sa.func.now(),
+        },
+    )
+    conn.execute(statement, rows)
+
+
+def _needing_vectors(namespace_id: int, model: str) -> sa.Select[Any]:
+    """Non-redacted nodes whose vector for ``model`` is missing or stale."""
+    e = embeddings
+    joined = nodes.outerjoin(
+        e,
+        sa.and_(
+            e.c.namespace_id == nodes.c.namespace_id,
+            e.c.node_id == nodes.c.id,
+            e.c.model == model_literal(model),
+        ),
+    )
+    fresh = e.c.source_hash == sa.func.sha256(sa.func.convert_to(nodes.c.content, "UTF8"))
+    return (
+        sa.select(nodes.c.id, nodes.c.content)
+        .select_from(joined)
+        .where(nodes.c.namespace_id == namespace_id)
+        .where(~_redacted(namespace_id))
+        .where(sa.or_(e.c.node_id.is_(None), ~fresh))
+        .order_by(nodes.c.id)
+    )
+
+
+def _redacted(namespace_id: int) -> sa.Exists:
+    return sa.exists().where(
+        redactions.c.namespace_id == namespace_id, redactions.c.node_id == nodes.c.id
+    )
+
+
+def status(
+    conn: Connection, namespace_id: int, namespace: str, model: str, dims: int
+) -> EmbeddingStatus:
+    """How many of the namespace's nodes have a fresh, missing or stale vector."""
+    e = embeddings
+    joined = nodes.outerjoin(
+        e,
+        sa.and_(
+            e.c.namespace_id == nodes.c.namespace_id,
+            e.c.node_id == nodes.c.id,
+            e.c.model == model_literal(model),
+        ),
+    )
+    fresh = e.c.source_hash == sa.func.sha256(sa.func.convert_to(nodes.c.content, "UTF8"))
+    row = conn.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.count().filter(e.c.node_id.is_(None)),
+            sa.func.count().filter(sa.and_(e.c.node_id.is_not(None), ~fresh)),
+        )
+        .select_from(joined)
+        .where(nodes.c.namespace_id == namespace_id)
+        .where(~_redacted(namespace_id))
+    ).one()
+    total, missing, stale = (int(v) for v in row)
+    return EmbeddingStatus(
+        namespace=namespace,
+        model=model,
+        dims=dims,
+        nodes=total,
+        fresh=total - missing - stale,
+        missing=missing,
+        stale=stale,
+        index=index_exists(conn, model, dims),
+    )
+
+
+def rebuild(
+    engine: Engine,
+    namespace_id: int,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Compute every missing or stale vector; returns how many were written.
+
+    Each batch commits on its own, so an interrupted rebuild keeps its work
+    and a second run continues where it stopped.
+    """
+    written = 0
+    done: set[int] = set()
+    while True:
+        with transaction(engine) as conn:
+            batch = conn.execute(
+                _needing_vectors(namespace_id, embedder.name).limit(batch_size)
+            ).all()
+            if not batch:
+                break
+            ids = [row[0] for row in batch]
+            if done.issuperset(ids):  # written yet still not fresh: never loop forever
+                raise RuntimeError(f"vectors for nodes {ids[:5]} do not stay fresh")
+            done.update(ids)
+            texts = [row[1] for row in batch]
+            upsert_vectors(conn, namespace_id, embedder.name, ids, texts, embedder.embed(texts))
+        written += len(batch)
+        if progress is not None:
+            progress(len(batch))
+    ensure_index(engine, embedder.name, embedder.dims)
+    return written

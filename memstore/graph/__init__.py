@@ -1,0 +1,1 @@
+"""The memory graph: nodes, edges, supersession, tombstones, lineage, erasure."""

@@ -1,0 +1,49 @@
+"""Content normalisation: what makes two memories "the same" for idempotent ingest."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from memstore.errors import ContentTooLargeError, InvalidInputError
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(content: str) -> str:
+    """NFC, whitespace runs collapsed to one space, trimmed.
+
+    >>> normalise("  Alice\\n moved   to Lisbon ")
+    'Alice moved to Lisbon'
+    """
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", content)).strip()
+
+
+def content_hash(content: str) -> bytes:
+    """sha256 of the normalised content: the idempotency key (with kind and node_type)."""
+    return hashlib.sha256(normalise(content).encode()).digest()
+
+
+def source_hash(text: str) -> bytes:
+    """sha256 of exactly the text an embedder saw, to tell a stale vector."""
+    return hashlib.sha256(text.encode()).digest()
+
+
+def checked_content(content: object, *, limit: int, field: str = "content") -> str:
+    """``content`` trimmed, or a clear error: not text, empty, NUL bytes, too large."""
+    if not isinstance(content, str):
+        raise InvalidInputError(f"{field} must be text, not {type(content).__name__}", field=field)
+    text = content.strip()
+    if not text:
+        raise InvalidInputError(f"{field} is empty", field=field)
+    if "\x00" in text:
+        raise InvalidInputError(f"{field} contains a NUL character", field=field)
+    size = len(text.encode())
+    if size > limit:
+        raise ContentTooLargeError(
+            f"{field} is {size} bytes; the limit is {limit} (MEMSTORE_MAX_CONTENT_BYTES)",
+            size=size,
+            limit=limit,
+        )
+    return text

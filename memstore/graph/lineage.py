@@ -1,0 +1,87 @@
+"""Supersession, tombstones, redaction and lineage walks."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memstore.db.schema import supersessions, tombstones
+from memstore.models import TargetKind
+
+
+def supersede(
+    conn: Connection, namespace_id: int, old_id: int, new_id: int, *, reason: str, actor: str
+) -> None:
+    """Link ``old_id`` → ``new_id``; the trigger refuses a second link or a cycle."""
+    conn.execute(
+        sa.insert(supersessions).values(
+            namespace_id=namespace_id, old_id=old_id, new_id=new_id, reason=reason, actor=actor
+        )
+    )
+
+
+def tombstone(
+    conn: Connection,
+    namespace_id: int,
+    target: TargetKind,
+    target_id: int,
+    *,
+    reason: str,
+    actor: str,
+) -> int:
+    """Write the tombstone of a node or an edge; returns its id."""
+    column = "node_id" if target == "node" else "edge_id"
+    statement = (
+        sa.insert(tombstones)
+        .values(
+            namespace_id=namespace_id,
+            target_kind=target,
+            reason=reason,
+            actor=actor,
+            **{column: target_id},
+        )
+        .returning(tombstones.c.id)
+    )
+    return int(conn.execute(statement).scalar_one())
+
+
+def redact(conn: Connection, namespace_id: int, node_id: int, *, reason: str, actor: str) -> int:
+    """Call ``memstore.redact_node``; returns the redactions row id."""
+    return int(
+        conn.execute(
+            sa.select(sa.func.memstore.redact_node(namespace_id, node_id, reason, actor))
+        ).scalar_one()
+    )
+
+
+LINEAGE = sa.text(
+    """
+    WITH RECURSIVE back(id, step) AS (
+        SELECT CAST(:node AS bigint), 0
+        UNION
+        SELECT s.old_id, b.step - 1
+        FROM memstore.supersessions s JOIN back b ON s.new_id = b.id
+        WHERE s.namespace_id = :ns
+    ), forward(id, step) AS (
+        SELECT CAST(:node AS bigint), 0
+        UNION
+        SELECT s.new_id, f.step + 1
+        FROM memstore.supersessions s JOIN forward f ON s.old_id = f.id
+        WHERE s.namespace_id = :ns
+    )
+    SELECT id, min(step) AS step FROM (SELECT * FROM back UNION ALL SELECT * FROM forward) AS c
+    GROUP BY id ORDER BY step
+    """
+)
+
+
+def lineage_ids(conn: Connection, namespace_id: int, node_id: int) -> list[int]:
+    """Every version linked to ``node_id``, oldest first (merges list all their sources)."""
+    rows = conn.execute(LINEAGE, {"node": node_id, "ns": namespace_id}).all()
+    return [int(row[0]) for row in rows]
+
+
+def current_version(conn: Connection, namespace_id: int, node_id: int) -> int:
+    """The newest version reached by following supersessions from ``node_id``."""
+    forward = [i for i in lineage_ids(conn, namespace_id, node_id)]
+    return forward[-1] if forward else node_id

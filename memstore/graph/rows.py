@@ -1,0 +1,123 @@
+"""Reading nodes and edges back as models, with their status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memstore.db.schema import edges, nodes, redactions, supersessions, tombstones
+from memstore.models import Edge, Node, NodeStatus
+
+NODE_FIELDS = (
+    "id", "kind", "node_type", "tier", "layer", "label", "content", "data", "importance",
+    "confidence", "decay_rate", "privacy", "protected", "subject", "scope", "source", "actor",
+    "run_id", "observed_at", "valid_from", "valid_to", "recorded_at",
+)  # fmt: skip
+
+
+def superseded_by(node: sa.FromClause, namespace_id: int) -> sa.ScalarSelect[Any]:
+    """The id of the version that replaced ``node``, or NULL."""
+    return (
+        sa.select(supersessions.c.new_id)
+        .where(supersessions.c.namespace_id == namespace_id)
+        .where(supersessions.c.old_id == node.c.id)
+        .scalar_subquery()
+    )
+
+
+def is_tombstoned(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    return sa.exists().where(
+        tombstones.c.namespace_id == namespace_id, tombstones.c.node_id == node.c.id
+    )
+
+
+def is_redacted(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    return sa.exists().where(
+        redactions.c.namespace_id == namespace_id, redactions.c.node_id == node.c.id
+    )
+
+
+def node_columns(node: sa.FromClause, namespace_id: int) -> list[sa.ColumnElement[Any]]:
+    """The columns :func:`to_node` reads: the node's own plus its status."""
+    return [
+        *(node.c[name] for name in NODE_FIELDS),
+        superseded_by(node, namespace_id).label("superseded_by"),
+        is_tombstoned(node, namespace_id).label("tombstoned"),
+        is_redacted(node, namespace_id).label("redacted"),
+    ]
+
+
+def status_of(superseded: int | None, tombstoned: bool, redacted: bool) -> NodeStatus:
+    """Redacted outranks tombstoned, which outranks superseded."""
+    if redacted:
+        return NodeStatus.REDACTED
+    if tombstoned:
+        return NodeStatus.TOMBSTONED
+    if superseded is not None:
+        return NodeStatus.SUPERSEDED
+    return NodeStatus.CURRENT
+
+
+def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
+    values = {name: row[name] for name in NODE_FIELDS}
+    return Node(
+        **values,
+        namespace=namespace,
+        status=status_of(row["superseded_by"], row["tombstoned"], row["redacted"]),
+        superseded_by=row["superseded_by"],
+    )
+
+
+def fetch_nodes(
+    conn: Connection, namespace_id: int, namespace: str, ids: Iterable[int]
+) -> dict[int, Node]:
+    """Nodes by id (missing ids are simply absent from the result)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = (
+        sa.select(*node_columns(nodes, namespace_id))
+        .where(nodes.c.namespace_id == namespace_id)
+        .where(nodes.c.id.in_(wanted))
+    )
+    return {row["id"]: to_node(row, namespace) for row in conn.execute(query).mappings()}
+
+
+def fetch_edges(
+    conn: Connection, namespace_id: int, namespace: str, ids: Sequence[int]
+) -> dict[int, Edge]:
+    """Edges by id, with whether each was tombstoned."""
+    tombstoned = sa.exists().where(
+        tombstones.c.namespace_id == namespace_id, tombstones.c.edge_id == edges.c.id
+    )
+    query = (
+        sa.select(edges, tombstoned.label("tombstoned"))
+        .where(edges.c.namespace_id == namespace_id)
+        .where(edges.c.id.in_(sorted(set(ids))))
+    )
+    found: dict[int, Edge] = {}
+    for row in conn.execute(query).mappings():
+        values = {k: v for k, v in row.items() if k != "namespace_id"}
+        found[row["id"]] = Edge(**values, namespace=namespace)
+    return found
+
+
+def as_of_visible(node: sa.FromClause, namespace_id: int, as_of: datetime) -> list[Any]:
+    """Conditions: recorded by ``as_of``, and neither superseded nor tombstoned by then."""
+    return [
+        node.c.recorded_at <= as_of,
+        ~sa.exists().where(
+            supersessions.c.namespace_id == namespace_id,
+            supersessions.c.old_id == node.c.id,
+            supersessions.c.at <= as_of,
+        ),
+        ~sa.exists().where(
+            tombstones.c.namespace_id == namespace_id,
+            tombstones.c.node_id == node.c.id,
+            tombstones.c.at <= as_of,
+        ),
+    ]

@@ -1,0 +1,429 @@
+"""A namespace handle: the verbs of one tenant's memory, each in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+import numpy as np
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.engine import Connection, Engine
+
+from memstore.config import Settings
+from memstore.db.schema import namespaces, nodes
+from memstore.db.transaction import transaction
+from memstore.embedding import cache
+from memstore.embedding.base import Embedder
+from memstore.errors import (
+    CrossNamespaceError,
+    EdgeNotFoundError,
+    InvalidInputError,
+    NodeNotFoundError,
+    NodeRedactedError,
+    NodeSupersededError,
+    NodeTombstonedError,
+)
+from memstore.graph import lineage as lineage_sql
+from memstore.graph.content import checked_content
+from memstore.graph.edges import insert_edge
+from memstore.graph.nodes import copy_nodes, insert_node
+from memstore.graph.rows import fetch_edges, fetch_nodes
+from memstore.models import (
+    Edge,
+    EmbeddingStatus,
+    Hit,
+    Kind,
+    Layer,
+    MemoryInput,
+    Node,
+    NodeStatus,
+    RecallMode,
+    TargetKind,
+    Unit,
+)
+from memstore.recall import RecallQuery, recall
+
+M = TypeVar("M", bound=BaseModel)
+
+NAME_MAX_BYTES = 2048
+
+
+class LinkInput(BaseModel):
+    """What :meth:`Namespace.link` accepts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    src: int
+    dst: int
+    relation: str = Field(default="related", min_length=1, max_length=64)
+    weight: Unit = 0.5
+    inhibitory: bool = False
+    confidence: Unit = 0.5
+    layer: Layer = 1
+    source: str | None = Field(default=None, max_length=2000)
+    actor: str | None = Field(default=None, max_length=200)
+    run_id: str | None = Field(default=None, max_length=200)
+
+
+def validated(model: type[M], **values: Any) -> M:
+    """``model(**values)``, or an :class:`InvalidInputError` that names each bad field."""
+    for name, value in values.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidInputError(f"{name} contains a NUL character", field=name)
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'input'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        first = exc.errors()[0]["loc"]
+        raise InvalidInputError(problems, field=str(first[0]) if first else None) from None
+
+
+def check_namespace_name(name: object) -> str:
+    """Any Unicode text except empty, NUL-containing or over 2 KiB; compared exactly."""
+    if not isinstance(name, str):
+        raise InvalidInputError("a namespace name must be text", field="name")
+    if not name:
+        raise InvalidInputError("a namespace name must not be empty", field="name")
+    if "\x00" in name:
+        raise InvalidInputError("a namespace name must not contain NUL", field="name")
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise InvalidInputError(
+            f"a namespace name may be at most {NAME_MAX_BYTES} bytes", field="name"
+        )
+    return name
+
+
+def open_namespace(engine: Engine, name: str, embedder: Embedder) -> int:
+    """The namespace's id, creating it (and recording its embedder) on first use."""
+    name = check_namespace_name(name)
+    with transaction(engine) as conn:
+        created = conn.execute(
+            sa.dialects.postgresql.insert(namespaces)
+            .values(name=name, settings={"embedder": embedder.name, "dims": embedder.dims})
+            .on_conflict_do_nothing(index_elements=["name"])
+            .returning(namespaces.c.id)
+        ).scalar_one_or_none()
+        if created is not None:
+            return int(created)
+        # Exact equality on the unique column: never LIKE, so '_' and '%' are just characters.
+        return int(
+            conn.execute(sa.select(namespaces.c.id).where(namespaces.c.name == name)).scalar_one()
+        )
+
+
+class Namespace:
+    """One namespace of a :class:`~memstore.MemoryStore`; get it with ``store.namespace(name)``.
+
+    >>> ns = store.namespace("agent-7")                        # doctest: +SKIP
+    >>> home = ns.remember("Alice lives in Lisbon", kind="semantic")  # doctest: +SKIP
+    >>> ns.recall("where does Alice live?")[0].node.id == home.id    # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, engine: Engine, name: str, *, settings: Settings, embedder: Embedder):
+        self._engine = engine
+        self.name = name
+        self.embedder = embedder
+        self._settings = settings
+        self.id = open_namespace(engine, name, embedder)
+
+    # --- writing ----------------------------------------------------------------
+
+    def remember(self, content: str, **fields: Any) -> Node:
+        """Store one memory (idempotent) and its vector; returns the node.
+
+        Keyword fields are those of :class:`~memstore.models.MemoryInput`
+        (kind, node_type, tier, layer, label, data, importance, confidence,
+        decay_rate, privacy, protected, subject, scope, source, actor, run_id,
+        observed_at, valid_from, valid_to, embedding). The same normalised
+        content with the same kind and node_type is one node: remembering it
+        again returns the stored node, whatever its status.
+        """
+        item = validated(MemoryInput, content=content, **fields)
+        text = checked_content(item.content, limit=self._settings.max_content_bytes)
+        vector = self._vectors([item], [text])
+        with transaction(self._engine) as conn:
+            node_id, created = insert_node(conn, self.id, item, text)
+            if created:  # an existing node keeps the vector of its own text
+                cache.upsert_vectors(conn, self.id, self.embedder.name, [node_id], [text], vector)
+            return self._node(conn, node_id)
+
+    def remember_many(
+        self,
+        items: Iterable[str | Mapping[str, Any] | MemoryInput],
+        *,
+        batch_size: int = 1000,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[int]:
+        """Bulk ingest by binary COPY; returns node ids in input order.
+
+        Every item is validated before anything is written, and the whole call
+        is one transaction: it stores all items or none. Embeddings are
+        computed ``batch_size`` at a time. If the embedder's HNSW index does
+        not exist yet it is built once, after the load, which is far cheaper
+        than inserting into a live index.
+        """
+        if batch_size < 1:
+            raise InvalidInputError("batch_size must be at least 1", field="batch_size")
+        parsed = [self._as_input(i, item) for i, item in enumerate(items)]
+        limit = self._settings.max_content_bytes
+        texts = [
+            checked_content(p.content, limit=limit, field=f"items[{i}].content")
+            for i, p in enumerate(parsed)
+        ]
+        build_index_after = False
+        ids: list[int] = []
+        with transaction(self._engine) as conn:
+            build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
+            for start in range(0, len(parsed), batch_size):
+                batch, batch_texts = (
+                    parsed[start : start + batch_size],
+                    texts[start : start + batch_size],
+                )
+                vectors = self._vectors(batch, batch_texts)
+                ids += copy_nodes(conn, self.id, batch, batch_texts, self.embedder.name, vectors)
+                if progress is not None:
+                    progress(len(batch))
+        if build_index_after and ids:
+            cache.ensure_index(self._engine, self.embedder.name, self.embedder.dims)
+        return ids
+
+    def link(self, src: int, dst: int, **fields: Any) -> Edge:
+        """Add an edge ``src → dst`` (relation, weight, inhibitory, confidence, layer, provenance).
+
+        Both ends must be nodes of this namespace and not forgotten.
+        """
+        link = validated(LinkInput, src=src, dst=dst, **fields)
+        if link.src == link.dst:
+            raise InvalidInputError("an edge needs two different nodes", field="dst")
+        with transaction(self._engine) as conn:
+            ends = fetch_nodes(conn, self.id, self.name, [link.src, link.dst])
+            for end in (link.src, link.dst):
+                if end not in ends:
+                    self._raise_missing(conn, end, edge=True)
+                if ends[end].status in (NodeStatus.TOMBSTONED, NodeStatus.REDACTED):
+                    raise NodeTombstonedError(
+                        f"node {end} is {ends[end].status.value}: it cannot be linked",
+                        node_id=end,
+                    )
+            edge_id = insert_edge(conn, self.id, link.model_dump())
+            return fetch_edges(conn, self.id, self.name, [edge_id])[edge_id]
+
+    def revise(self, node_id: int, content: str, *, reason: str, **changes: Any) -> Node:
+        """Write a new version of a current node and link old → new; returns the new node.
+
+        Fields not given in ``changes`` are copied from the old version. Edges
+        stay on the version they were written for; reads follow supersession
+        to the current version. ``actor`` (in changes) is recorded on the link.
+        """
+        reason = self._reason(reason)
+        with transaction(self._engine) as conn:
+            old = self._current(conn, node_id)
+            carried = old.model_dump(include=set(MemoryInput.model_fields) - {"embedding"})
+            carried.update(changes, content=content)
+            item = validated(MemoryInput, **carried)
+            text = checked_content(item.content, limit=self._settings.max_content_bytes)
+            new_id, created = insert_node(conn, self.id, item, text)
+            if new_id == old.id:
+                raise InvalidInputError(
+                    f"the revision of node {old.id} is identical to it", field="content"
+                )
+            if created:
+                vector = self._vectors([item], [text])
+                cache.upsert_vectors(conn, self.id, self.embedder.name, [new_id], [text], vector)
+            lineage_sql.supersede(
+                conn,
+                self.id,
+                old.id,
+                new_id,
+                reason=reason,
+                actor=item.actor or self._settings.actor,
+            )
+            return self._node(conn, new_id)
+
+    def forget(
+        self, target_id: int, *, reason: str, target: TargetKind = "node", actor: str | None = None
+    ) -> int:
+        """Tombstone a node or an edge (hidden from reads, never deleted); returns its id."""
+        reason = self._reason(reason)
+        if target not in ("node", "edge"):
+            raise InvalidInputError("target must be 'node' or 'edge'", field="target")
+        with transaction(self._engine) as conn:
+            if target == "node":
+                if not fetch_nodes(conn, self.id, self.name, [target_id]):
+                    self._raise_missing(conn, target_id)
+            elif not fetch_edges(conn, self.id, self.name, [target_id]):
+                raise EdgeNotFoundError(
+                    f"edge {target_id} does not exist in namespace {self.name!r}",
+                    namespace=self.name,
+                    target_id=target_id,
+                )
+            return lineage_sql.tombstone(
+                conn, self.id, target, target_id, reason=reason, actor=actor or self._settings.actor
+            )
+
+    def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
+        """Erase a node's content for good (audited); its id, edges and lineage stay."""
+        reason = self._reason(reason)
+        with transaction(self._engine) as conn:
+            if not fetch_nodes(conn, self.id, self.name, [node_id]):
+                self._raise_missing(conn, node_id)
+            lineage_sql.redact(
+                conn, self.id, node_id, reason=reason, actor=actor or self._settings.actor
+            )
+            return self._node(conn, node_id)
+
+    # --- reading ----------------------------------------------------------------
+
+    def get(self, node_id: int) -> Node:
+        """The node with its status: current, superseded, tombstoned or redacted."""
+        with transaction(self._engine) as conn:
+            return self._node(conn, node_id)
+
+    def lineage(self, node_id: int) -> list[Node]:
+        """Every version of this memory, oldest first, ending with the current one."""
+        with transaction(self._engine) as conn:
+            self._node(conn, node_id)
+            ids = lineage_sql.lineage_ids(conn, self.id, node_id)
+            found = fetch_nodes(conn, self.id, self.name, ids)
+            return [found[i] for i in ids]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: RecallMode = "hybrid",
+        kinds: list[Kind] | None = None,
+        node_types: list[str] | None = None,
+        tiers: list[str] | None = None,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+        include_superseded: bool = False,
+        include_tombstoned: bool = False,
+        privacy_ceiling: int | None = None,
+    ) -> list[Hit]:
+        """The ``k`` memories most relevant to ``query``, best first.
+
+        ``mode``: ``semantic`` (HNSW cosine), ``lexical`` (full text) or
+        ``hybrid`` (both, fused; see docs/recall.md). Only current memories by
+        default; ``as_of`` answers with what the store knew then, ``valid_at``
+        filters by world time. Every hit carries its score parts and the
+        node's provenance.
+        """
+        spec = validated(
+            RecallQuery,
+            text=query,
+            k=k,
+            mode=mode,
+            kinds=kinds,
+            node_types=node_types,
+            tiers=tiers,
+            as_of=as_of,
+            valid_at=valid_at,
+            include_superseded=include_superseded,
+            include_tombstoned=include_tombstoned,
+            privacy_ceiling=privacy_ceiling,
+        )
+        vector = None
+        if spec.mode != "lexical":
+            vector = self.embedder.embed([spec.text])[0]
+            if not vector.any():
+                vector = None  # nothing to compare (e.g. only punctuation)
+        with transaction(self._engine) as conn:
+            return recall(conn, self.id, self.name, spec, vector, self.embedder)
+
+    def embedding_status(self) -> EmbeddingStatus:
+        """Fresh, missing and stale vectors of this namespace for the store's embedder."""
+        with transaction(self._engine) as conn:
+            return cache.status(conn, self.id, self.name, self.embedder.name, self.embedder.dims)
+
+    def rebuild_embeddings(
+        self, *, batch_size: int = 256, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Compute every missing or stale vector (and the index); returns how many."""
+        return cache.rebuild(
+            self._engine, self.id, self.embedder, batch_size=batch_size, progress=progress
+        )
+
+    # --- helpers ----------------------------------------------------------------
+
+    def _as_input(self, position: int, item: object) -> MemoryInput:
+        if isinstance(item, MemoryInput):
+            return item
+        if isinstance(item, str):
+            return validated(MemoryInput, content=item)
+        if isinstance(item, Mapping):
+            try:
+                return validated(MemoryInput, **item)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"items[{position}]: {exc}", field=exc.field) from None
+        raise InvalidInputError(
+            f"items[{position}] must be text, a mapping or a MemoryInput", field="items"
+        )
+
+    def _vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
+        """Given vectors where items carry one; the embedder's for the rest."""
+        dims = self.embedder.dims
+        given = [i for i, item in enumerate(items) if item.embedding is not None]
+        out = np.empty((len(items), dims), dtype=np.float32)
+        for i in given:
+            out[i] = cache.check_vector(items[i].embedding, dims)
+        todo = [i for i in range(len(items)) if items[i].embedding is None]
+        if todo:
+            out[todo] = self.embedder.embed([texts[i] for i in todo])
+        return out
+
+    def _node(self, conn: Connection, node_id: int) -> Node:
+        found = fetch_nodes(conn, self.id, self.name, [node_id])
+        if node_id not in found:
+            self._raise_missing(conn, node_id)
+        return found[node_id]
+
+    def _current(self, conn: Connection, node_id: int) -> Node:
+        node = self._node(conn, node_id)
+        if node.status is NodeStatus.SUPERSEDED:
+            current = lineage_sql.current_version(conn, self.id, node_id)
+            raise NodeSupersededError(
+                f"node {node_id} was superseded; its current version is node {current}",
+                node_id=node_id,
+                current_id=current,
+            )
+        if node.status is NodeStatus.TOMBSTONED:
+            raise NodeTombstonedError(f"node {node_id} was forgotten", node_id=node_id)
+        if node.status is NodeStatus.REDACTED:
+            raise NodeRedactedError(f"node {node_id} was redacted", node_id=node_id)
+        return node
+
+    def _raise_missing(self, conn: Connection, node_id: int, *, edge: bool = False) -> None:
+        # Not here; if it is a node of another namespace, an edge would cross
+        # namespaces, which deserves its own message.
+        elsewhere = conn.execute(
+            sa.select(sa.exists().where(nodes.c.id == node_id, nodes.c.namespace_id != self.id))
+        ).scalar_one()
+        if edge and elsewhere:
+            raise CrossNamespaceError(
+                f"node {node_id} belongs to another namespace: edges never cross namespaces",
+                field="dst",
+            )
+        raise NodeNotFoundError(
+            f"node {node_id} does not exist in namespace {self.name!r}",
+            namespace=self.name,
+            target_id=node_id,
+        )
+
+    @staticmethod
+    def _reason(reason: object) -> str:
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInputError("a reason is required", field="reason")
+        if "\x00" in reason:
+            raise InvalidInputError("reason contains a NUL character", field="reason")
+        return reason.strip()
+
+
+__all__ = ["LinkInput", "Namespace"]

@@ -1,0 +1,36 @@
+"""What a recall asks for, validated."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from memstore.models import Kind, Privacy, RecallMode
+
+Fusion = Literal["weighted", "rrf"]
+
+
+class RecallQuery(BaseModel):
+    """The arguments of :meth:`memstore.namespace.Namespace.recall`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1, max_length=10_000)
+    k: int = Field(default=10, ge=1, le=1000)
+    mode: RecallMode = "hybrid"
+    kinds: list[Kind] | None = None
+    node_types: list[str] | None = None
+    tiers: list[str] | None = None
+    as_of: AwareDatetime | None = None
+    valid_at: AwareDatetime | None = None
+    include_superseded: bool = False
+    include_tombstoned: bool = False
+    privacy_ceiling: Privacy | None = None
+    fusion: Fusion = "weighted"
+    semantic_weight: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @property
+    def pool(self) -> int:
+        """Candidates fetched per signal before fusion."""
+        return max(3 * self.k, 50)
