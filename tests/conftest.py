@@ -23,12 +23,20 @@ import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
 
+from memstore import MemoryStore
 from memstore.db import migrate
 from memstore.db.engine import create_engine
+from memstore.db.schema import metadata
+from memstore.embedding import HashingEmbedder
+from memstore.namespace import Namespace
 
 Connection = psycopg.Connection[tuple[object, ...]]
 
 TEST_URL_ENV = "MEMSTORE_TEST_DATABASE_URL"
+
+# Tests embed with the deterministic hashing embedder unless a test asks for
+# another; the CLI subprocesses inherit this too.
+os.environ["MEMSTORE_EMBEDDER"] = "hashing"
 PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
 
 
@@ -250,3 +258,27 @@ class Seed:
 def seed(conn: Connection) -> Seed:
     """A fresh namespace with one row in every memstore table."""
     return Seed(conn, f"seed-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="module")
+def store(database_url: str) -> Iterator[MemoryStore]:
+    """A store on this module's database, embedding with the hashing embedder."""
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as opened:
+        yield opened
+
+
+@pytest.fixture
+def ns(store: MemoryStore) -> Namespace:
+    """A fresh namespace for one test."""
+    return store.namespace(f"test-{uuid.uuid4().hex[:10]}")
+
+
+def row_counts(url: str) -> dict[str, int]:
+    """Rows in every memstore table: the store is "unchanged" when these are."""
+    with psycopg.connect(url) as conn:
+        return {
+            table.name: conn.execute(
+                sql.SQL("SELECT count(*) FROM memstore.{}").format(sql.Identifier(table.name))
+            ).fetchone()[0]  # type: ignore[index]
+            for table in metadata.sorted_tables
+        }

@@ -89,6 +89,7 @@ def copy_nodes(
         " valid_from timestamptz, valid_to timestamptz, embedding vector, source_hash bytea"
         ") ON COMMIT DELETE ROWS"
     )
+    raw.execute("TRUNCATE memstore_ingest")  # earlier batches of this transaction
     has_vectors = vectors is not None
     columns = ["ord", "content_hash", *INPUT_COLUMNS]
     types = ["int4", "bytea", *COPY_TYPES]
