@@ -44,6 +44,7 @@ from memstore.models import (
     Unit,
 )
 from memstore.recall import RecallQuery, recall
+from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -307,6 +308,8 @@ class Namespace:
         include_superseded: bool = False,
         include_tombstoned: bool = False,
         privacy_ceiling: int | None = None,
+        fusion: Fusion = "weighted",
+        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
@@ -314,7 +317,8 @@ class Namespace:
         ``hybrid`` (both, fused; see docs/recall.md). Only current memories by
         default; ``as_of`` answers with what the store knew then, ``valid_at``
         filters by world time. Every hit carries its score parts and the
-        node's provenance.
+        node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
+        ``semantic_weight`` tune hybrid mode.
         """
         spec = validated(
             RecallQuery,
@@ -329,6 +333,8 @@ class Namespace:
             include_superseded=include_superseded,
             include_tombstoned=include_tombstoned,
             privacy_ceiling=privacy_ceiling,
+            fusion=fusion,
+            semantic_weight=semantic_weight,
         )
         vector = None
         if spec.mode != "lexical":

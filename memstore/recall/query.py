@@ -9,6 +9,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from memstore.models import Kind, Privacy, RecallMode
 
 Fusion = Literal["weighted", "rrf"]
+# Share of the similarity signal in weighted fusion (calibrated on LoCoMo,
+# docs/benchmarks.md).
+DEFAULT_SEMANTIC_WEIGHT = 0.5
 
 
 class RecallQuery(BaseModel):
@@ -28,7 +31,9 @@ class RecallQuery(BaseModel):
     include_tombstoned: bool = False
     privacy_ceiling: Privacy | None = None
     fusion: Fusion = "weighted"
-    semantic_weight: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    semantic_weight: float = Field(
+        default=DEFAULT_SEMANTIC_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False
+    )
 
     @property
     def pool(self) -> int:

@@ -49,21 +49,20 @@ def tune_semantic(conn: Connection, pool: int) -> None:
     )
 
 
-def semantic_candidates(
-    conn: Connection,
+def semantic_query(
     namespace_id: int,
     q: RecallQuery,
     vector: np.ndarray[Any, Any],
     model: str,
     dims: int,
-) -> list[int]:
-    """Ids of the ``q.pool`` nearest nodes that pass the filters, nearest first."""
-    tune_semantic(conn, q.pool)
+) -> sa.Select[Any]:
+    """The ``q.pool`` nearest nodes that pass the filters, nearest first."""
     distance = cosine_distance(vector, dims)
     joined = embeddings.join(
         nodes,
         sa.and_(
-            nodes.c.namespace_id == embeddings.c.namespace_id, nodes.c.id == embeddings.c.node_id
+            nodes.c.namespace_id == embeddings.c.namespace_id,
+            nodes.c.id == embeddings.c.node_id,
         ),
     )
     # relaxed_order may return rows slightly out of order: re-sort the
@@ -79,7 +78,20 @@ def semantic_candidates(
         .cte("nearest")
         .prefix_with("MATERIALIZED")
     )
-    rows = conn.execute(sa.select(nearest.c.node_id).order_by(nearest.c.distance)).all()
+    return sa.select(nearest.c.node_id).order_by(nearest.c.distance)
+
+
+def semantic_candidates(
+    conn: Connection,
+    namespace_id: int,
+    q: RecallQuery,
+    vector: np.ndarray[Any, Any],
+    model: str,
+    dims: int,
+) -> list[int]:
+    """Run :func:`semantic_query` with the HNSW settings it needs."""
+    tune_semantic(conn, q.pool)
+    rows = conn.execute(semantic_query(namespace_id, q, vector, model, dims)).all()
     return [int(row[0]) for row in rows]
 
 
