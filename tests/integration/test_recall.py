@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import psycopg
 import pytest
-import sqlalchemy as sa
 
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
@@ -109,9 +108,13 @@ def test_valid_at_filters_by_world_time(ns):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [({"query": ""}, "text"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "mode": "fuzzy"},
-     "mode"), ({"query": "x", "as_of": datetime(2026, 1, 1)}, "timezone"),
-     ({"query": "x", "privacy_ceiling": 5}, "privacy_ceiling")],
+    [
+        ({"query": ""}, "text"),
+        ({"query": "x", "k": 0}, "k"),
+        ({"query": "x", "mode": "fuzzy"}, "mode"),
+        ({"query": "x", "as_of": datetime(2026, 1, 1)}, "timezone"),
+        ({"query": "x", "privacy_ceiling": 5}, "privacy_ceiling"),
+    ],
 )
 def test_bad_recall_arguments(ns, args, message):
     query = args.pop("query")
@@ -126,8 +129,11 @@ def crowded(store):
     rng = np.random.default_rng(7)
     vectors = rng.normal(size=(2000, 384)).astype(np.float32)
     items = [
-        {"content": f"note {i}", "kind": "procedural" if i % 100 == 0 else "episodic",
-         "embedding": vectors[i]}
+        {
+            "content": f"note {i}",
+            "kind": "procedural" if i % 100 == 0 else "episodic",
+            "embedding": vectors[i],
+        }
         for i in range(2000)
     ]
     ns.remember_many(items)
@@ -170,8 +176,9 @@ def test_the_index_returns_the_true_nearest_neighbours(crowded, database_url):
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     exact = set(ids[np.argsort(-(matrix @ (query / np.linalg.norm(query))))[:10]].tolist())
     with crowded._engine.begin() as conn:
-        found = semantic_candidates(conn, crowded.id, RecallQuery(text="q", k=10), query,
-                                    crowded.embedder.name, 384)[:10]
+        found = semantic_candidates(
+            conn, crowded.id, RecallQuery(text="q", k=10), query, crowded.embedder.name, 384
+        )[:10]
     assert len(exact & set(found)) >= 9
 
 
