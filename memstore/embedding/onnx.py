@@ -190,7 +190,10 @@ class OnnxSentenceEmbedder:
             raise ValueError("threads must be at least 1")
         ort, tokenizer_class = _import_runtime()
 
-        tokenizer = tokenizer_class.from_file(str(tokenizer_path))
+        try:
+            tokenizer = tokenizer_class.from_file(str(tokenizer_path))
+        except Exception as exc:  # tokenizers raises a bare Exception for a bad file
+            raise ConfigurationError(f"cannot load tokenizer {tokenizer_path}: {exc}") from exc
         # tokenizer.json files exported from transformers may carry fixed padding
         # (all-MiniLM-L6-v2's pads every text to 128) and a shorter truncation.
         tokenizer.no_padding()
@@ -203,9 +206,12 @@ class OnnxSentenceEmbedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: no graph-optimisation chatter on stderr
-        session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        try:
+            session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime's errors derive from Exception only
+            raise ConfigurationError(f"cannot load ONNX model {model_path}: {exc}") from exc
         inputs = {i.name for i in session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= inputs:
             raise ConfigurationError(

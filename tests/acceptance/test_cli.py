@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer
 
+import memstore.cli  # noqa: F401  (registers every command on the app)
+from memstore.cli.common import app as cli_app
 from memstore.db import migrate
 
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))
@@ -18,6 +22,7 @@ def run(*args: str, url: str | None = None, **env: str) -> subprocess.CompletedP
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
     if url is not None:
         environment["MEMSTORE_DATABASE_URL"] = url
+    environment["COLUMNS"] = "200"  # rich wraps help text at the terminal width
     environment.update(env)
     return subprocess.run(
         [MEMSTORE, *args], capture_output=True, text=True, env=environment, timeout=300
@@ -77,23 +82,69 @@ def test_an_unreachable_server_gets_one_line_not_a_traceback():
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        [],
-        ["db"],
-        ["db", "upgrade"],
-        ["db", "downgrade"],
-        ["db", "current"],
-        ["db", "check"],
-        ["db", "sql"],
-        ["status"],
-        ["demo"],
-    ],
-)
-def test_every_command_has_help(command):
-    done = run(*command, "--help")
+def _commands(group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        path = (*prefix, name)
+        found.append(path)
+        if hasattr(command, "commands"):  # a group (typer vendors its own click)
+            found += _commands(command, path)
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(cli_app))
+DOCS = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help_and_is_documented(command):
+    group = typer.main.get_command(cli_app)
+    for name in command:
+        group = group.commands[name]  # type: ignore[attr-defined]
+    assert group.help and group.help.strip(), f"memstore {' '.join(command)} has no help"
+    assert f"memstore {' '.join(command)}" in DOCS, f"docs/cli.md misses {' '.join(command)}"
+
+
+def test_help_runs_and_names_the_environment():
+    done = run("--help")
     assert done.returncode == 0
-    assert "Usage:" in done.stdout
-    if not command:
-        assert "MEMSTORE_DATABASE_URL" in done.stdout and "MEMSTORE_DATA_DIR" in done.stdout
+    for variable in ("MEMSTORE_DATABASE_URL", "MEMSTORE_DATA_DIR", "MEMSTORE_EMBEDDER"):
+        assert variable in done.stdout
+    assert "MEMSTORE_NAMESPACE" in run("recall", "--help").stdout
+
+
+def test_memory_commands_round_trip(database_url, tmp_path):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = run(*args, "--namespace", "cli-test", url=database_url)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    node = json.loads(cli("remember", "Alice moved to Lisbon", "--source", "chat:1",
+                          "--json").stdout)
+    assert node["status"] == "current" and node["source"] == "chat:1"
+    hits = json.loads(cli("recall", "where did Alice move", "--json").stdout)
+    assert hits[0]["node"]["id"] == node["id"]
+    assert set(hits[0]["parts"]) >= {"similarity", "lexical", "fused_rank"}
+
+    new = json.loads(cli("revise", str(node["id"]), "Alice moved to Porto", "--reason",
+                         "corrected", "--json").stdout)
+    versions = json.loads(cli("lineage", str(new["id"]), "--json").stdout)
+    assert [v["id"] for v in versions] == [node["id"], new["id"]]
+    assert json.loads(cli("get", str(node["id"]), "--json").stdout)["status"] == "superseded"
+
+    batch = tmp_path / "memories.jsonl"
+    batch.write_text('{"content": "Bob likes tea"}\n\n{"content": "Carol plays chess"}\n')
+    imported = json.loads(cli("import", str(batch), "--json").stdout)
+    assert len(imported) == 2 and len(set(imported)) == 2
+    status = json.loads(cli("embed", "status", "--json").stdout)
+    assert (status["nodes"], status["missing"], status["stale"]) == (4, 0, 0)
+    assert json.loads(cli("embed", "rebuild", "--json").stdout)["written"] == 0
+
+    forgotten = json.loads(cli("forget", str(new["id"]), "--reason", "test", "--json").stdout)
+    assert forgotten["target"] == "node"
+    assert json.loads(cli("get", str(new["id"]), "--json").stdout)["status"] == "tombstoned"
+
+    refused = run("revise", str(node["id"]), "again", "--reason", "x", "--namespace", "cli-test",
+                  url=database_url)
+    assert refused.returncode == 1
+    assert f"current version is node {new['id']}" in refused.stderr

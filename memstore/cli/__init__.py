@@ -1,0 +1,71 @@
+"""The ``memstore`` command: a thin CLI over the same library.
+
+Every option that a setting backs names its environment variable in ``--help``.
+Exit codes: 0 success, 1 a memstore error (or ``db check`` found a mismatch),
+2 a usage error.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memstore.cli import memory
+from memstore.cli.common import app, err, open_store, out, print_json, settings_of
+from memstore.cli.db import db_app
+from memstore.cli.demo import run_demo
+from memstore.errors import MemstoreError
+from memstore.models import StoreStatus
+
+app.add_typer(db_app, name="db")
+memory.register(app)
+
+
+def _print_status(status: StoreStatus) -> None:
+    out.print(f"database   {status.database_url}{'  (embedded)' if status.embedded else ''}")
+    out.print(f"server     PostgreSQL {status.server_version}, pgvector {status.pgvector_version}")
+    out.print(f"schema     revision {status.schema_revision} (package {status.package_revision})")
+    table = Table("table", "rows", title="memstore tables", title_justify="left")
+    for name, count in status.row_counts.items():
+        table.add_row(name, str(count))
+    out.print(table)
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Show the server, the schema revision and the row count of every table."""
+    with open_store(ctx) as store:
+        result = store.status()
+    if as_json:
+        print_json(result)
+    else:
+        _print_status(result)
+
+
+@app.command()
+def demo(ctx: typer.Context) -> None:
+    """Remember a short scripted agent conversation; show hybrid recall with provenance."""
+    settings = settings_of(ctx)
+    where = "the configured database" if settings.database_url else str(settings.data_dir)
+    out.print(f"memstore demo: opening the store in {where}")
+    with open_store(ctx) as store:
+        _print_status(store.status())
+        run_demo(store, out)
+
+
+def main() -> None:
+    """Entry point of the ``memstore`` console script."""
+    try:
+        app()
+    except MemstoreError as exc:
+        err.print(f"error: {exc}", highlight=False)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Shared pieces of the CLI: the app, global options, consoles, opening the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from memstore.config import Settings
+from memstore.store import MemoryStore
+
+app = typer.Typer(
+    help="memstore: a relational memory store for AI agents on PostgreSQL + pgvector.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+NamespaceOption = Annotated[
+    str,
+    typer.Option("--namespace", "-n", envvar="MEMSTORE_NAMESPACE", help="The namespace to act in."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+@dataclass
+class _Options:
+    settings: Settings
+
+
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            envvar="MEMSTORE_DATABASE_URL",
+            help="PostgreSQL >= 15 with pgvector >= 0.8. Unset: the embedded server.",
+            show_default=False,
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            envvar="MEMSTORE_EMBEDDER",
+            help="auto (neural when installed, else hashing), neural or hashing.",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="MEMSTORE_DATA_DIR",
+            help="Where the embedded server keeps its data (default ~/.local/share/memstore).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    overrides: dict[str, object] = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    if embedder:
+        overrides["embedder"] = embedder
+    ctx.obj = _Options(settings=Settings(**overrides))  # type: ignore[arg-type]
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    """The settings the global options and the environment describe."""
+    options: _Options = ctx.ensure_object(_Options)
+    return options.settings
+
+
+@contextmanager
+def open_store(ctx: typer.Context) -> Iterator[MemoryStore]:
+    """The store the global options describe, closed afterwards."""
+    with MemoryStore.open(settings=settings_of(ctx)) as store:
+        yield store
+
+
+def print_json(model: BaseModel | Sequence[BaseModel]) -> None:
+    """A model (or a list of them) as indented JSON on stdout."""
+    if not isinstance(model, BaseModel):
+        print("[" + ",\n".join(m.model_dump_json(indent=2) for m in model) + "]")
+    else:
+        print(model.model_dump_json(indent=2))

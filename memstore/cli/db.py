@@ -1,0 +1,96 @@
+"""``memstore db``: migrations as an explicit, reviewable deploy step."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from sqlalchemy.engine import Engine
+
+from memstore.cli.common import out, settings_of
+from memstore.config import Settings
+from memstore.db import migrate
+from memstore.db.embedded import EmbeddedServer
+from memstore.db.engine import connect_checked, create_engine
+from memstore.db.transaction import transaction
+
+db_app = typer.Typer(
+    help="Schema migrations: upgrade, inspect and review the database schema.",
+    no_args_is_help=True,
+)
+
+
+@contextmanager
+def _engine(settings: Settings) -> Iterator[Engine]:
+    """An engine on the configured database, without the schema-version guard."""
+    embedded = None
+    url = settings.database_url
+    if url is None:
+        embedded = EmbeddedServer(settings.data_dir)
+        url = embedded.start()
+    engine = create_engine(url)
+    try:
+        connect_checked(engine)
+        yield engine
+    finally:
+        engine.dispose()
+        if embedded is not None:
+            embedded.stop()
+
+
+def _migrate(ctx: typer.Context, step: Callable[[Engine, str], None], revision: str) -> None:
+    with _engine(settings_of(ctx)) as engine:
+        step(engine, revision)
+        with transaction(engine) as conn:
+            now = migrate.current_revision(conn)
+    out.print(f"database schema at revision {now or 'base'}")
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    ctx: typer.Context,
+    revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
+) -> None:
+    """Migrate the database schema up to a revision (default: the package's head)."""
+    _migrate(ctx, migrate.upgrade, revision)
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    ctx: typer.Context,
+    revision: Annotated[str, typer.Argument(help="Target revision; 'base' removes the tables.")],
+) -> None:
+    """Migrate the database schema down to a revision (for rollbacks; drops data)."""
+    _migrate(ctx, migrate.downgrade, revision)
+
+
+@db_app.command("current")
+def db_current(ctx: typer.Context) -> None:
+    """Print the database's schema revision and the package's."""
+    with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
+        current = migrate.current_revision(conn)
+    out.print(f"database revision: {current or 'none'}")
+    out.print(f"package revision:  {migrate.head_revision()}")
+
+
+@db_app.command("check")
+def db_check(ctx: typer.Context) -> None:
+    """Exit 1, naming both revisions, unless the database is at the package's revision."""
+    with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
+        migrate.require_current(conn)
+    out.print(f"database schema is current (revision {migrate.head_revision()})")
+
+
+@db_app.command("sql")
+def db_sql(
+    start: Annotated[
+        str | None,
+        typer.Option("--from", help="Revision the database is at; omit for an empty database."),
+    ] = None,
+    end: Annotated[str, typer.Option("--to", help="Target revision.")] = "head",
+) -> None:
+    """Print the upgrade as SQL for a DBA to review, without connecting to any database."""
+    sys.stdout.write(migrate.offline_sql(start, end))
