@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -45,10 +46,12 @@ from memstore.models import (
 )
 from memstore.recall import RecallQuery, recall
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
+from memstore.recall.signals import EXACT_SEARCH_MAX, vector_count
 
 M = TypeVar("M", bound=BaseModel)
 
 NAME_MAX_BYTES = 2048
+VECTOR_COUNT_TTL = 60.0  # seconds
 
 
 class LinkInput(BaseModel):
@@ -132,6 +135,7 @@ class Namespace:
         self.embedder = embedder
         self._settings = settings
         self.id = open_namespace(engine, name, embedder)
+        self._vector_count: tuple[int, float] | None = None
 
     # --- writing ----------------------------------------------------------------
 
@@ -342,7 +346,8 @@ class Namespace:
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
         with transaction(self._engine) as conn:
-            return recall(conn, self.id, self.name, spec, vector, self.embedder)
+            exact = vector is not None and self._searched_exactly(conn)
+            return recall(conn, self.id, self.name, spec, vector, self.embedder, exact=exact)
 
     def embedding_status(self) -> EmbeddingStatus:
         """Fresh, missing and stale vectors of this namespace for the store's embedder."""
@@ -358,6 +363,17 @@ class Namespace:
         )
 
     # --- helpers ----------------------------------------------------------------
+
+    def _searched_exactly(self, conn: Connection) -> bool:
+        """Whether this namespace is small enough to skip the HNSW index.
+
+        The count is cached for a minute: it only picks a plan, and both
+        plans return correct results.
+        """
+        now = time.monotonic()
+        if self._vector_count is None or now - self._vector_count[1] > VECTOR_COUNT_TTL:
+            self._vector_count = (vector_count(conn, self.id, self.embedder.name), now)
+        return self._vector_count[0] <= EXACT_SEARCH_MAX
 
     def _as_input(self, position: int, item: object) -> MemoryInput:
         if isinstance(item, MemoryInput):

@@ -36,8 +36,18 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
 
 
 def create_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine on psycopg 3 that adapts pgvector's type to numpy arrays."""
-    engine = sa.create_engine(sqlalchemy_url(url), pool_pre_ping=True, **kwargs)
+    """An engine on psycopg 3 that adapts pgvector's type to numpy arrays.
+
+    Server-side prepared statements are off: after five executions psycopg
+    would prepare, and PostgreSQL's generic plans cannot see a query's
+    full-text terms or which partial index applies, which measured 2x slower
+    recall (docs/benchmarks.md). It also keeps memstore safe behind pgbouncer
+    in transaction mode.
+    """
+    connect_args = {"prepare_threshold": None, **kwargs.pop("connect_args", {})}
+    engine = sa.create_engine(
+        sqlalchemy_url(url), pool_pre_ping=True, connect_args=connect_args, **kwargs
+    )
     event.listen(engine, "connect", _register_vector)
     return engine
 

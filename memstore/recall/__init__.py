@@ -24,12 +24,19 @@ def recall(
     q: RecallQuery,
     vector: np.ndarray[Any, Any] | None,
     embedder: Embedder,
+    *,
+    exact: bool = False,
 ) -> list[Hit]:
-    """Run ``q`` in one namespace; ``vector`` is the query's embedding (None: lexical only)."""
+    """Run ``q`` in one namespace; ``vector`` is the query's embedding (None: lexical only).
+
+    ``exact`` searches vectors without the HNSW index (for small namespaces).
+    """
     semantic: list[int] = []
     lexical: list[int] = []
     if q.mode != "lexical" and vector is not None:
-        semantic = semantic_candidates(conn, namespace_id, q, vector, embedder.name, embedder.dims)
+        semantic = semantic_candidates(
+            conn, namespace_id, q, vector, embedder.name, embedder.dims, exact=exact
+        )
     if q.mode != "semantic":
         lexical = lexical_candidates(conn, namespace_id, q)
     candidates = list(dict.fromkeys(semantic + lexical))

@@ -18,6 +18,10 @@ from memstore.recall.query import RecallQuery
 # ef_search bounds the candidates the HNSW scan keeps; iterative scans keep
 # scanning until enough rows pass the filters (pgvector >= 0.8).
 MIN_EF_SEARCH = 40
+# Below this many vectors a namespace is searched exactly: one model's HNSW
+# index spans every namespace, and walking it for a small namespace's rows
+# costs more than comparing them all (600 vectors: ~1 ms exact vs ~12 ms).
+EXACT_SEARCH_MAX = 10_000
 
 
 def any_word(text: str) -> sa.ColumnElement[Any]:
@@ -55,9 +59,17 @@ def semantic_query(
     vector: np.ndarray[Any, Any],
     model: str,
     dims: int,
+    *,
+    exact: bool = False,
 ) -> sa.Select[Any]:
-    """The ``q.pool`` nearest nodes that pass the filters, nearest first."""
-    distance = cosine_distance(vector, dims)
+    """The ``q.pool`` nearest nodes that pass the filters, nearest first.
+
+    ``exact`` compares every vector of the namespace (the uncast column does
+    not match the HNSW index expression, so the planner cannot use it).
+    """
+    distance = (
+        embeddings.c.embedding.cosine_distance(vector) if exact else cosine_distance(vector, dims)
+    )
     joined = embeddings.join(
         nodes,
         sa.and_(
@@ -88,11 +100,26 @@ def semantic_candidates(
     vector: np.ndarray[Any, Any],
     model: str,
     dims: int,
+    *,
+    exact: bool = False,
 ) -> list[int]:
     """Run :func:`semantic_query` with the HNSW settings it needs."""
-    tune_semantic(conn, q.pool)
-    rows = conn.execute(semantic_query(namespace_id, q, vector, model, dims)).all()
+    if not exact:
+        tune_semantic(conn, q.pool)
+    rows = conn.execute(semantic_query(namespace_id, q, vector, model, dims, exact=exact)).all()
     return [int(row[0]) for row in rows]
+
+
+def vector_count(conn: Connection, namespace_id: int, model: str) -> int:
+    """How many vectors of ``model`` the namespace has (an index-only count)."""
+    return int(
+        conn.execute(
+            sa.select(sa.func.count())
+            .select_from(embeddings)
+            .where(embeddings.c.namespace_id == namespace_id)
+            .where(embeddings.c.model == model_literal(model))
+        ).scalar_one()
+    )
 
 
 def lexical_candidates(conn: Connection, namespace_id: int, q: RecallQuery) -> list[int]:
