@@ -44,9 +44,9 @@ from memstore.models import (
     TargetKind,
     Unit,
 )
-from memstore.recall import RecallQuery, recall
+from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
-from memstore.recall.signals import EXACT_SEARCH_MAX, vector_count
+from memstore.recall.signals import vector_count
 
 M = TypeVar("M", bound=BaseModel)
 

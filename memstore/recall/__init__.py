@@ -1,20 +1,71 @@
-"""Recall: semantic (pgvector HNSW), lexical (full text) and hybrid (fused)."""
+"""Recall: semantic (pgvector HNSW), lexical (full text) and hybrid (fused).
+
+The SQL is one named query in ``recall.sql``, run in one round trip; the query
+vector travels once, as binary.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
+from psycopg import sql
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.embedding.base import Embedder
-from memstore.graph.rows import fetch_nodes
+from memstore.graph.rows import to_node
 from memstore.models import Hit, ScoreParts
 from memstore.recall import fusion
 from memstore.recall.query import RecallQuery
-from memstore.recall.signals import lexical_candidates, score_candidates, semantic_candidates
 
 __all__ = ["RecallQuery", "recall"]
+
+# ef_search bounds the candidates an HNSW scan keeps; iterative scans keep
+# scanning until enough rows pass the filters (pgvector >= 0.8).
+MIN_EF_SEARCH = 40
+# Below this many vectors a namespace is searched exactly: one model's HNSW
+# index spans every namespace, and walking it for a small namespace's rows
+# costs more than comparing them all (600 vectors: ~1 ms exact vs ~12 ms).
+EXACT_SEARCH_MAX = 10_000
+
+
+def named_queries(text: str) -> dict[str, str]:
+    """Split a file of ``-- name --`` headed queries into a dict."""
+    queries: dict[str, str] = {}
+    name = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("-- ") and stripped.endswith(" --") and len(stripped) > 6:
+            name = stripped[3:-3].strip()
+            queries[name] = ""
+        elif name is not None:
+            queries[name] += line + "\n"
+    return queries
+
+
+QUERIES = named_queries(files("memstore.recall").joinpath("recall.sql").read_text())
+
+
+@cache
+def recall_statement(model: str, dims: int, exact: bool) -> sql.Composed:
+    """The recall query for one model: the index expression, or the plain column if exact."""
+    column = (
+        sql.SQL("e.embedding")
+        if exact
+        else sql.SQL("(e.embedding::vector({}))").format(sql.Literal(dims))
+    )
+    distance = sql.SQL("{} <=> %(vector)s").format(column)
+    return sql.SQL(QUERIES["recall"]).format(distance=distance, model=sql.Literal(model))
+
+
+def hnsw_settings(pool: int) -> sql.Composed:
+    """Per-transaction HNSW settings (SET LOCAL: safe behind pgbouncer, reaches Citus shards)."""
+    return sql.SQL(
+        "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {}"
+    ).format(sql.Literal(max(MIN_EF_SEARCH, pool)))
 
 
 def recall(
@@ -31,40 +82,55 @@ def recall(
 
     ``exact`` searches vectors without the HNSW index (for small namespaces).
     """
-    semantic: list[int] = []
-    lexical: list[int] = []
-    if q.mode != "lexical" and vector is not None:
-        semantic = semantic_candidates(
-            conn, namespace_id, q, vector, embedder.name, embedder.dims, exact=exact
-        )
-    if q.mode != "semantic":
-        lexical = lexical_candidates(conn, namespace_id, q)
-    candidates = list(dict.fromkeys(semantic + lexical))
-    signals = score_candidates(
-        conn, namespace_id, candidates, q.text, vector, embedder.name, embedder.dims
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    use_vector = q.mode != "lexical" and vector is not None
+    if use_vector and not exact:
+        raw.execute(hnsw_settings(q.pool))
+    params = {
+        "ns": namespace_id,
+        "text": q.text,
+        "vector": vector if vector is not None else None,
+        "kinds": q.kinds,
+        "node_types": q.node_types,
+        "tiers": q.tiers,
+        "privacy": q.privacy_ceiling,
+        "valid_at": q.valid_at,
+        "as_of": q.as_of,
+        "include_superseded": q.include_superseded,
+        "include_tombstoned": q.include_tombstoned,
+        "semantic_limit": q.pool if use_vector else 0,
+        "lexical_limit": q.pool if q.mode != "semantic" else 0,
+    }
+    with raw.cursor(row_factory=dict_row) as cursor:
+        rows = cursor.execute(recall_statement(embedder.name, embedder.dims, exact), params)
+        found = {row["id"]: row for row in rows.fetchall()}
+    semantic = sorted(
+        (r for r in found.values() if r["semantic_rank"]), key=lambda r: r["semantic_rank"]
     )
+    lexical = sorted(
+        (r for r in found.values() if r["lexical_rank"]), key=lambda r: r["lexical_rank"]
+    )
+    signals = {i: (r["similarity"], float(r["lexical"])) for i, r in found.items()}
     if q.mode == "semantic":
-        scores = {i: signals[i][0] or 0.0 for i in semantic}
+        scores = {r["id"]: float(r["similarity"]) for r in semantic}
     elif q.mode == "lexical":
-        scores = {i: signals[i][1] for i in lexical}
+        scores = {r["id"]: float(r["lexical"]) for r in lexical}
     elif q.fusion == "rrf":
-        scores = fusion.reciprocal_rank([semantic, lexical])
+        scores = fusion.reciprocal_rank([[r["id"] for r in semantic], [r["id"] for r in lexical]])
     else:
         scores = fusion.weighted(signals, q.semantic_weight)
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
     ranked = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
-    found = fetch_nodes(conn, namespace_id, namespace, ranked)
-    semantic_rank = {node_id: r for r, node_id in enumerate(semantic, start=1)}
-    lexical_rank = {node_id: r for r, node_id in enumerate(lexical, start=1)}
     return [
         Hit(
-            node=found[node_id],
+            node=to_node(found[node_id], namespace),
             score=float(scores[node_id]),
             parts=ScoreParts(
-                similarity=signals[node_id][0],
-                lexical=signals[node_id][1],
-                semantic_rank=semantic_rank.get(node_id),
-                lexical_rank=lexical_rank.get(node_id),
+                similarity=found[node_id]["similarity"],
+                lexical=float(found[node_id]["lexical"]),
+                semantic_rank=found[node_id]["semantic_rank"],
+                lexical_rank=found[node_id]["lexical_rank"],
                 fused_rank=position,
             ),
         )

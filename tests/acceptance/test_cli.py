@@ -119,15 +119,19 @@ def test_memory_commands_round_trip(database_url, tmp_path):
         assert done.returncode == 0, done.stderr
         return done
 
-    node = json.loads(cli("remember", "Alice moved to Lisbon", "--source", "chat:1",
-                          "--json").stdout)
+    node = json.loads(
+        cli("remember", "Alice moved to Lisbon", "--source", "chat:1", "--json").stdout
+    )
     assert node["status"] == "current" and node["source"] == "chat:1"
     hits = json.loads(cli("recall", "where did Alice move", "--json").stdout)
     assert hits[0]["node"]["id"] == node["id"]
     assert set(hits[0]["parts"]) >= {"similarity", "lexical", "fused_rank"}
 
-    new = json.loads(cli("revise", str(node["id"]), "Alice moved to Porto", "--reason",
-                         "corrected", "--json").stdout)
+    new = json.loads(
+        cli(
+            "revise", str(node["id"]), "Alice moved to Porto", "--reason", "corrected", "--json"
+        ).stdout
+    )
     versions = json.loads(cli("lineage", str(new["id"]), "--json").stdout)
     assert [v["id"] for v in versions] == [node["id"], new["id"]]
     assert json.loads(cli("get", str(node["id"]), "--json").stdout)["status"] == "superseded"
@@ -144,7 +148,15 @@ def test_memory_commands_round_trip(database_url, tmp_path):
     assert forgotten["target"] == "node"
     assert json.loads(cli("get", str(new["id"]), "--json").stdout)["status"] == "tombstoned"
 
-    refused = run("revise", str(node["id"]), "again", "--reason", "x", "--namespace", "cli-test",
-                  url=database_url)
+    refused = run(
+        "revise",
+        str(node["id"]),
+        "again",
+        "--reason",
+        "x",
+        "--namespace",
+        "cli-test",
+        url=database_url,
+    )
     assert refused.returncode == 1
     assert f"current version is node {new['id']}" in refused.stderr

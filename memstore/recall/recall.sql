@@ -1,0 +1,75 @@
+-- recall --
+-- One round trip: the semantic candidates (nearest vectors), the lexical
+-- candidates (full-text matches), both signals for every candidate, and the
+-- candidates' rows with their status. Python fuses the two rankings.
+--
+-- {distance} is the cosine distance expression: over embedding::vector(dims)
+-- to use the model's HNSW index, or over the plain column for an exact scan.
+-- {model} is the model name as a SQL literal, so the partial index matches.
+-- Optional filters arrive as NULL and fold away in the custom plan.
+WITH filtered AS NOT MATERIALIZED (
+    -- Inlined into both signals (a CTE used twice would otherwise be
+    -- materialised for the whole namespace before any index is used).
+    SELECT n.id
+    FROM memstore.nodes n
+    WHERE n.namespace_id = %(ns)s
+      AND (%(kinds)s::text[] IS NULL OR n.kind = ANY(%(kinds)s::text[]))
+      AND (%(node_types)s::text[] IS NULL OR n.node_type = ANY(%(node_types)s::text[]))
+      AND (%(tiers)s::text[] IS NULL OR n.tier = ANY(%(tiers)s::text[]))
+      AND (%(privacy)s::int IS NULL OR n.privacy <= %(privacy)s::int)
+      AND (%(valid_at)s::timestamptz IS NULL
+           OR ((n.valid_from IS NULL OR n.valid_from <= %(valid_at)s::timestamptz)
+               AND (n.valid_to IS NULL OR n.valid_to > %(valid_at)s::timestamptz)))
+      AND (%(as_of)s::timestamptz IS NULL OR n.recorded_at <= %(as_of)s::timestamptz)
+      AND (%(include_superseded)s OR NOT EXISTS (
+            SELECT 1 FROM memstore.supersessions s
+            WHERE s.namespace_id = %(ns)s AND s.old_id = n.id
+              AND (%(as_of)s::timestamptz IS NULL OR s.at <= %(as_of)s::timestamptz)))
+      AND (%(include_tombstoned)s OR NOT EXISTS (
+            SELECT 1 FROM memstore.tombstones t
+            WHERE t.namespace_id = %(ns)s AND t.node_id = n.id
+              AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)))
+), semantic AS MATERIALIZED (
+    SELECT e.node_id AS id, {distance} AS distance
+    FROM memstore.embeddings e
+    JOIN filtered f ON f.id = e.node_id
+    WHERE e.namespace_id = %(ns)s AND e.model = {model}
+    ORDER BY {distance}
+    LIMIT %(semantic_limit)s
+), semantic_ranked AS (
+    -- relaxed_order iterative scans may return rows slightly out of order.
+    SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM semantic
+), lexical AS MATERIALIZED (
+    SELECT n.id, ts_rank_cd(n.search, q.query) AS score
+    FROM memstore.nodes n
+    JOIN filtered f ON f.id = n.id
+    CROSS JOIN (SELECT replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
+                AS query) q
+    WHERE n.namespace_id = %(ns)s AND n.search @@ q.query
+    ORDER BY score DESC, n.id
+    LIMIT %(lexical_limit)s
+), lexical_ranked AS (
+    SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM lexical
+), candidates AS (
+    SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
+)
+SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
+       n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
+       n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+       (SELECT s.new_id FROM memstore.supersessions s
+        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded_by,
+       EXISTS (SELECT 1 FROM memstore.tombstones t
+               WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
+       EXISTS (SELECT 1 FROM memstore.redactions r
+               WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
+       1 - (e.embedding <=> %(vector)s) AS similarity,
+       ts_rank_cd(n.search, replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery)
+           AS lexical,
+       sr.rank AS semantic_rank,
+       l.rank AS lexical_rank
+FROM candidates c
+JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
+LEFT JOIN memstore.embeddings e
+       ON e.namespace_id = %(ns)s AND e.node_id = n.id AND e.model = {model}
+LEFT JOIN semantic_ranked sr ON sr.id = n.id
+LEFT JOIN lexical_ranked l ON l.id = n.id
