@@ -46,7 +46,6 @@ from memstore.models import (
 )
 from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
-from memstore.recall.signals import vector_count
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -372,7 +371,7 @@ class Namespace:
         """
         now = time.monotonic()
         if self._vector_count is None or now - self._vector_count[1] > VECTOR_COUNT_TTL:
-            self._vector_count = (vector_count(conn, self.id, self.embedder.name), now)
+            self._vector_count = (cache.vector_count(conn, self.id, self.embedder.name), now)
         return self._vector_count[0] <= EXACT_SEARCH_MAX
 
     def _as_input(self, position: int, item: object) -> MemoryInput:

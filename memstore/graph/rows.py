@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -104,20 +103,3 @@ def fetch_edges(
         values = {k: v for k, v in row.items() if k != "namespace_id"}
         found[row["id"]] = Edge(**values, namespace=namespace)
     return found
-
-
-def as_of_visible(node: sa.FromClause, namespace_id: int, as_of: datetime) -> list[Any]:
-    """Conditions: recorded by ``as_of``, and neither superseded nor tombstoned by then."""
-    return [
-        node.c.recorded_at <= as_of,
-        ~sa.exists().where(
-            supersessions.c.namespace_id == namespace_id,
-            supersessions.c.old_id == node.c.id,
-            supersessions.c.at <= as_of,
-        ),
-        ~sa.exists().where(
-            tombstones.c.namespace_id == namespace_id,
-            tombstones.c.node_id == node.c.id,
-            tombstones.c.at <= as_of,
-        ),
-    ]

@@ -8,12 +8,13 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import psycopg
 import pytest
+from psycopg import ClientCursor
 
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import InvalidInputError
+from memstore.recall import hnsw_settings, recall, recall_statement
 from memstore.recall.query import RecallQuery
-from memstore.recall.signals import semantic_candidates, semantic_query, tune_semantic
 
 FACTS = [
     "Alice moved to Lisbon in May",
@@ -143,18 +144,36 @@ def crowded(store):
     return ns
 
 
+def _recall_params(ns, q: RecallQuery, vector) -> dict[str, object]:
+    return {
+        "ns": ns.id,
+        "text": q.text,
+        "vector": vector,
+        "kinds": q.kinds,
+        "node_types": None,
+        "tiers": None,
+        "privacy": None,
+        "valid_at": None,
+        "as_of": None,
+        "include_superseded": False,
+        "include_tombstoned": False,
+        "semantic_limit": q.pool,
+        "lexical_limit": 0,
+    }
+
+
 def test_semantic_recall_goes_through_the_hnsw_index(crowded, store):
-    # (With a very selective filter the planner rightly prefers an exact scan
-    # of the few qualifying rows; the 1% test below checks that path's result.)
-    q = RecallQuery(text="note", k=10)
+    # (Namespaces of up to EXACT_SEARCH_MAX vectors are searched exactly; this
+    # checks the index path that larger ones take.)
+    q = RecallQuery(text="note", k=10, mode="semantic")
     vector = crowded.embedder.embed([q.text])[0]
-    query = semantic_query(crowded.id, q, vector, crowded.embedder.name, 384)
+    statement = recall_statement(crowded.embedder.name, 384, exact=False)
     with store.transaction() as conn:
-        tune_semantic(conn, q.pool)
-        compiled = query.compile(conn, compile_kwargs={"render_postcompile": True})
-        plan = conn.exec_driver_sql(f"EXPLAIN {compiled}", compiled.params).all()
-    text = "\n".join(row[0] for row in plan)
-    assert f"Index Scan using {index_name(crowded.embedder.name, 384)}" in text, text
+        raw = conn.connection.driver_connection
+        raw.execute(hnsw_settings(q.pool))
+        text = ClientCursor(raw).mogrify(statement, _recall_params(crowded, q, vector))
+        plan = "\n".join(row[0] for row in raw.execute("EXPLAIN " + text))
+    assert f"Index Scan using {index_name(crowded.embedder.name, 384)}" in plan, plan
 
 
 def test_a_one_percent_filter_still_returns_k_hits(crowded):
@@ -163,7 +182,8 @@ def test_a_one_percent_filter_still_returns_k_hits(crowded):
     assert {h.node.kind for h in hits} == {"procedural"}
 
 
-def test_the_index_returns_the_true_nearest_neighbours(crowded, database_url):
+@pytest.mark.parametrize("exact", [False, True])
+def test_both_search_paths_return_the_true_nearest_neighbours(crowded, store, database_url, exact):
     rng = np.random.default_rng(11)
     query = rng.normal(size=384).astype(np.float32)
     with psycopg.connect(database_url) as conn:
@@ -172,14 +192,21 @@ def test_the_index_returns_the_true_nearest_neighbours(crowded, database_url):
             (crowded.id,),
         ).fetchall()
     ids = np.array([r[0] for r in rows])
-    matrix = np.array([np.fromstring(r[1].strip("[]"), sep=",") for r in rows], dtype=np.float32)
+    matrix = np.array([[float(x) for x in r[1].strip("[]").split(",")] for r in rows])
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    exact = set(ids[np.argsort(-(matrix @ (query / np.linalg.norm(query))))[:10]].tolist())
-    with crowded._engine.begin() as conn:
-        found = semantic_candidates(
-            conn, crowded.id, RecallQuery(text="q", k=10), query, crowded.embedder.name, 384
-        )[:10]
-    assert len(exact & set(found)) >= 9
+    exact_top = set(ids[np.argsort(-(matrix @ (query / np.linalg.norm(query))))[:10]].tolist())
+    with store.transaction() as conn:
+        hits = recall(
+            conn,
+            crowded.id,
+            crowded.name,
+            RecallQuery(text="q", k=10, mode="semantic"),
+            query,
+            crowded.embedder,
+            exact=exact,
+        )
+    found = {h.node.id for h in hits}
+    assert len(exact_top & found) >= (10 if exact else 9)
 
 
 def test_embeddings_are_a_cache_recall_survives_their_loss_and_rebuild_restores_it(
