@@ -21,7 +21,19 @@ config = context.config
 
 # The version table lives in our own schema so memstore never collides with
 # another application's Alembic history in the same database.
+HNSW_INDEX_PREFIX = "ix_embeddings_hnsw_"
+
+
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    # One HNSW index per embedding model is created at run time (it depends on
+    # the model and its dimensions), so it is not drift.
+    return not (type_ == "index" and reflected and (name or "").startswith(HNSW_INDEX_PREFIX))
+
+
 COMMON: dict[str, Any] = {
+    "include_object": include_object,
     "target_metadata": metadata,
     "version_table_schema": SCHEMA,
     "include_schemas": True,
