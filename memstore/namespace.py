@@ -51,6 +51,7 @@ M = TypeVar("M", bound=BaseModel)
 
 NAME_MAX_BYTES = 2048
 VECTOR_COUNT_TTL = 60.0  # seconds
+ANALYZE_AFTER = 1000  # rows loaded by one remember_many
 
 
 class LinkInput(BaseModel):
@@ -193,6 +194,11 @@ class Namespace:
                 ids += copy_nodes(conn, self.id, batch, batch_texts, self.embedder.name, vectors)
                 if progress is not None:
                     progress(len(batch))
+        if len(ids) >= ANALYZE_AFTER:
+            # Fresh planner statistics now, not when autovacuum gets round to
+            # it: recall plans over unanalysed tables can be quadratic.
+            with transaction(self._engine) as conn:
+                conn.exec_driver_sql("ANALYZE memstore.nodes, memstore.embeddings")
         if build_index_after and ids:
             cache.ensure_index(self._engine, self.embedder.name, self.embedder.dims)
         return ids

@@ -10,7 +10,7 @@
 WITH filtered AS NOT MATERIALIZED (
     -- Inlined into both signals (a CTE used twice would otherwise be
     -- materialised for the whole namespace before any index is used).
-    SELECT n.id
+    SELECT n.namespace_id, n.id
     FROM memstore.nodes n
     WHERE n.namespace_id = %(ns)s
       AND (%(kinds)s::text[] IS NULL OR n.kind = ANY(%(kinds)s::text[]))
@@ -32,7 +32,8 @@ WITH filtered AS NOT MATERIALIZED (
 ), semantic AS MATERIALIZED (
     SELECT e.node_id AS id, {distance} AS distance
     FROM memstore.embeddings e
-    JOIN filtered f ON f.id = e.node_id
+    -- Both key columns, so the join is a primary-key lookup whatever the statistics.
+    JOIN filtered f ON f.namespace_id = e.namespace_id AND f.id = e.node_id
     WHERE e.namespace_id = %(ns)s AND e.model = {model}
     ORDER BY {distance}
     LIMIT %(semantic_limit)s
@@ -42,7 +43,7 @@ WITH filtered AS NOT MATERIALIZED (
 ), lexical AS MATERIALIZED (
     SELECT n.id, ts_rank_cd(n.search, q.query) AS score
     FROM memstore.nodes n
-    JOIN filtered f ON f.id = n.id
+    JOIN filtered f ON f.namespace_id = n.namespace_id AND f.id = n.id
     CROSS JOIN (SELECT replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
                 AS query) q
     WHERE n.namespace_id = %(ns)s AND n.search @@ q.query
