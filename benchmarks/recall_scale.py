@@ -92,8 +92,8 @@ from memstore import MemoryStore
 from memstore.db.embedded import EmbeddedServer
 from memstore.embedding import cache
 from memstore.namespace import Namespace
+from memstore.recall import MIN_EF_SEARCH, hnsw_settings, recall_params, recall_statement
 from memstore.recall.query import RecallQuery
-from memstore.recall.signals import MIN_EF_SEARCH
 
 DIMS = 384
 K = 10
@@ -501,14 +501,15 @@ def explain_memstore(
 ) -> list[str]:
     """EXPLAIN of memstore's semantic query, built by memstore's own code (as its tests do)."""
     try:
-        from memstore.recall.signals import semantic_query, tune_semantic
-
         q = RecallQuery(text="q:0", k=K, mode="semantic", kinds=kinds)
-        query = semantic_query(ns.id, q, vector, MODEL, DIMS)
+        params = recall_params(ns.id, q, vector)
         with store.transaction() as conn:
-            tune_semantic(conn, q.pool)
-            compiled = query.compile(conn, compile_kwargs={"render_postcompile": True})
-            rows = conn.exec_driver_sql(f"EXPLAIN {compiled}", compiled.params).all()
+            raw = conn.connection.driver_connection
+            raw.execute(hnsw_settings(q.pool))
+            text = psycopg.ClientCursor(raw).mogrify(
+                recall_statement(MODEL, DIMS, exact=False), params
+            )
+            rows = raw.execute("EXPLAIN " + text).fetchall()
         return [str(r[0]) for r in rows]
     except Exception as exc:  # internal API: the benchmark must not die on a refactor
         return [f"unavailable: {type(exc).__name__}: {exc}"]

@@ -30,7 +30,7 @@ from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import copy_nodes, insert_node
-from memstore.graph.rows import fetch_edges, fetch_nodes
+from memstore.graph.rows import NamespaceStats, fetch_edges, fetch_nodes, namespace_stats
 from memstore.models import (
     Edge,
     EmbeddingStatus,
@@ -50,7 +50,7 @@ from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
 M = TypeVar("M", bound=BaseModel)
 
 NAME_MAX_BYTES = 2048
-VECTOR_COUNT_TTL = 60.0  # seconds
+STATS_TTL = 60.0  # seconds
 ANALYZE_AFTER = 1000  # rows loaded by one remember_many
 
 
@@ -135,7 +135,7 @@ class Namespace:
         self.embedder = embedder
         self._settings = settings
         self.id = open_namespace(engine, name, embedder)
-        self._vector_count: tuple[int, float] | None = None
+        self._cached_stats: tuple[NamespaceStats, float] | None = None
 
     # --- writing ----------------------------------------------------------------
 
@@ -351,8 +351,18 @@ class Namespace:
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
         with transaction(self._engine) as conn:
-            exact = vector is not None and self._searched_exactly(conn)
-            return recall(conn, self.id, self.name, spec, vector, self.embedder, exact=exact)
+            stats = self._stats(conn)
+            exact = vector is not None and stats.vectors <= EXACT_SEARCH_MAX
+            return recall(
+                conn,
+                self.id,
+                self.name,
+                spec,
+                vector,
+                self.embedder,
+                exact=exact,
+                text_stats=(stats.documents, stats.avg_length),
+            )
 
     def embedding_status(self) -> EmbeddingStatus:
         """Fresh, missing and stale vectors of this namespace for the store's embedder."""
@@ -369,16 +379,15 @@ class Namespace:
 
     # --- helpers ----------------------------------------------------------------
 
-    def _searched_exactly(self, conn: Connection) -> bool:
-        """Whether this namespace is small enough to skip the HNSW index.
+    def _stats(self, conn: Connection) -> NamespaceStats:
+        """Sizes that pick a plan and feed BM25, cached for a minute.
 
-        The count is cached for a minute: it only picks a plan, and both
-        plans return correct results.
+        They only steer ranking and plan choice, so slightly stale is fine.
         """
         now = time.monotonic()
-        if self._vector_count is None or now - self._vector_count[1] > VECTOR_COUNT_TTL:
-            self._vector_count = (cache.vector_count(conn, self.id, self.embedder.name), now)
-        return self._vector_count[0] <= EXACT_SEARCH_MAX
+        if self._cached_stats is None or now - self._cached_stats[1] > STATS_TTL:
+            self._cached_stats = (namespace_stats(conn, self.id, self.embedder.name), now)
+        return self._cached_stats[0]
 
     def _as_input(self, position: int, item: object) -> MemoryInput:
         if isinstance(item, MemoryInput):

@@ -73,18 +73,6 @@ def check_vector(vector: object, dims: int, *, field: str = "embedding") -> Vect
     return array
 
 
-def vector_count(conn: Connection, namespace_id: int, model: str) -> int:
-    """How many vectors of ``model`` the namespace has (an index-only count)."""
-    return int(
-        conn.execute(
-            sa.select(sa.func.count())
-            .select_from(embeddings)
-            .where(embeddings.c.namespace_id == namespace_id)
-            .where(embeddings.c.model == model_literal(model))
-        ).scalar_one()
-    )
-
-
 def index_exists(conn: Connection, model: str, dims: int) -> bool:
     found = conn.execute(
         sa.text("SELECT to_regclass(:name) IS NOT NULL"),

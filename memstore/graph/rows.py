@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memstore.db.schema import edges, nodes, redactions, supersessions, tombstones
+from memstore.db.schema import edges, embeddings, nodes, redactions, supersessions, tombstones
 from memstore.models import Edge, Node, NodeStatus
 
 NODE_FIELDS = (
@@ -103,3 +103,28 @@ def fetch_edges(
         values = {k: v for k, v in row.items() if k != "namespace_id"}
         found[row["id"]] = Edge(**values, namespace=namespace)
     return found
+
+
+class NamespaceStats(NamedTuple):
+    """Sizes of one namespace that steer recall."""
+
+    documents: int
+    avg_length: float
+    """Average lexemes per node (BM25's length normalisation)."""
+    vectors: int
+    """Vectors of the current embedder."""
+
+
+def namespace_stats(conn: Connection, namespace_id: int, model: str) -> NamespaceStats:
+    """Count the namespace's nodes, their average lexeme count, and its vectors."""
+    documents, avg_length = conn.execute(
+        sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.avg(sa.func.length(nodes.c.search)), 1)
+        ).where(nodes.c.namespace_id == namespace_id)
+    ).one()
+    vectors = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(embeddings)
+        .where(embeddings.c.namespace_id == namespace_id, embeddings.c.model == model)
+    ).scalar_one()
+    return NamespaceStats(int(documents), float(avg_length), int(vectors))

@@ -6,6 +6,7 @@
 -- {distance} is the cosine distance expression: over embedding::vector(dims)
 -- to use the model's HNSW index, or over the plain column for an exact scan.
 -- {model} is the model name as a SQL literal, so the partial index matches.
+-- {bm25} is the BM25 score of row n over query_terms (see BM25 in __init__.py).
 -- Optional filters arrive as NULL and fold away in the custom plan.
 WITH filtered AS NOT MATERIALIZED (
     -- Inlined into both signals (a CTE used twice would otherwise be
@@ -40,13 +41,26 @@ WITH filtered AS NOT MATERIALIZED (
 ), semantic_ranked AS (
     -- relaxed_order iterative scans may return rows slightly out of order.
     SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM semantic
+), query_terms AS MATERIALIZED (
+    -- The query's lexemes (English stemming, stop words dropped) and their BM25
+    -- inverse document frequency in this namespace. Counting a term's documents
+    -- is a GIN index lookup. Skipped when no lexical signal is wanted.
+    SELECT t.term,
+           ln(1 + (%(doc_count)s - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM (SELECT DISTINCT u.lexeme AS term
+          FROM unnest(to_tsvector('english', %(text)s)) AS u
+          WHERE %(lexical_limit)s > 0) AS t
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS df FROM memstore.nodes m
+        WHERE m.namespace_id = %(ns)s AND m.search @@ quote_literal(t.term)::tsquery
+    ) AS d
 ), lexical AS MATERIALIZED (
-    SELECT n.id, ts_rank_cd(n.search, q.query) AS score
+    -- Documents sharing any query term, ranked by Okapi BM25 (k1, b below).
+    SELECT n.id, {bm25} AS score
     FROM memstore.nodes n
     JOIN filtered f ON f.namespace_id = n.namespace_id AND f.id = n.id
-    CROSS JOIN (SELECT replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
-                AS query) q
-    WHERE n.namespace_id = %(ns)s AND n.search @@ q.query
+    WHERE n.namespace_id = %(ns)s
+      AND n.search @@ replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
     ORDER BY score DESC, n.id
     LIMIT %(lexical_limit)s
 ), lexical_ranked AS (
@@ -64,8 +78,7 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
        EXISTS (SELECT 1 FROM memstore.redactions r
                WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
        1 - (e.embedding <=> %(vector)s) AS similarity,
-       ts_rank_cd(n.search, replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery)
-           AS lexical,
+       {bm25} AS lexical,
        sr.rank AS semantic_rank,
        l.rank AS lexical_rank
 FROM candidates c

@@ -13,7 +13,7 @@ from psycopg import ClientCursor
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import InvalidInputError
-from memstore.recall import hnsw_settings, recall, recall_statement
+from memstore.recall import hnsw_settings, recall, recall_params, recall_statement
 from memstore.recall.query import RecallQuery
 
 FACTS = [
@@ -144,24 +144,6 @@ def crowded(store):
     return ns
 
 
-def _recall_params(ns, q: RecallQuery, vector) -> dict[str, object]:
-    return {
-        "ns": ns.id,
-        "text": q.text,
-        "vector": vector,
-        "kinds": q.kinds,
-        "node_types": None,
-        "tiers": None,
-        "privacy": None,
-        "valid_at": None,
-        "as_of": None,
-        "include_superseded": False,
-        "include_tombstoned": False,
-        "semantic_limit": q.pool,
-        "lexical_limit": 0,
-    }
-
-
 def test_semantic_recall_goes_through_the_hnsw_index(crowded, store):
     # (Namespaces of up to EXACT_SEARCH_MAX vectors are searched exactly; this
     # checks the index path that larger ones take.)
@@ -171,7 +153,7 @@ def test_semantic_recall_goes_through_the_hnsw_index(crowded, store):
     with store.transaction() as conn:
         raw = conn.connection.driver_connection
         raw.execute(hnsw_settings(q.pool))
-        text = ClientCursor(raw).mogrify(statement, _recall_params(crowded, q, vector))
+        text = ClientCursor(raw).mogrify(statement, recall_params(crowded.id, q, vector))
         plan = "\n".join(row[0] for row in raw.execute("EXPLAIN " + text))
     assert f"Index Scan using {index_name(crowded.embedder.name, 384)}" in plan, plan
 
