@@ -46,7 +46,8 @@ WITH filtered AS NOT MATERIALIZED (
     -- inverse document frequency in this namespace. Counting a term's documents
     -- is a GIN index lookup. Skipped when no lexical signal is wanted.
     SELECT t.term,
-           ln(1 + (%(doc_count)s - d.df + 0.5) / (d.df + 0.5)) AS idf
+           -- greatest(): the cached document count may lag behind new documents.
+           ln(1 + (greatest(%(doc_count)s, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
     FROM (SELECT DISTINCT u.lexeme AS term
           FROM unnest(to_tsvector('english', %(text)s)) AS u
           WHERE %(lexical_limit)s > 0) AS t
