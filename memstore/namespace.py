@@ -45,7 +45,7 @@ from memstore.models import (
     Unit,
 )
 from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
-from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, Fusion
+from memstore.recall.query import Fusion
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -318,7 +318,7 @@ class Namespace:
         include_tombstoned: bool = False,
         privacy_ceiling: int | None = None,
         fusion: Fusion = "weighted",
-        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
+        semantic_weight: float | None = None,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
@@ -327,7 +327,7 @@ class Namespace:
         default; ``as_of`` answers with what the store knew then, ``valid_at``
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
-        ``semantic_weight`` tune hybrid mode.
+        ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
         """
         spec = validated(
             RecallQuery,

@@ -19,7 +19,7 @@ from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, ScoreParts
 from memstore.recall import fusion
-from memstore.recall.query import RecallQuery
+from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
 __all__ = ["RecallQuery", "recall"]
 
@@ -148,7 +148,10 @@ def recall(
     elif q.fusion == "rrf":
         scores = fusion.reciprocal_rank([[r["id"] for r in semantic], [r["id"] for r in lexical]])
     else:
-        scores = fusion.weighted(signals, q.semantic_weight)
+        weight = q.semantic_weight
+        if weight is None:
+            weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
+        scores = fusion.weighted(signals, weight)
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
     ranked = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
     return [

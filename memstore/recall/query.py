@@ -9,8 +9,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from memstore.models import Kind, Privacy, RecallMode
 
 Fusion = Literal["weighted", "rrf"]
-# Share of the similarity signal in weighted fusion (calibrated on LoCoMo,
-# docs/benchmarks.md).
+# Share of the similarity signal in weighted fusion when the embedder does not
+# say (an embedder may carry a ``semantic_weight`` attribute: a weak one should
+# lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmarks.md).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 
 
@@ -31,9 +32,8 @@ class RecallQuery(BaseModel):
     include_tombstoned: bool = False
     privacy_ceiling: Privacy | None = None
     fusion: Fusion = "weighted"
-    semantic_weight: float = Field(
-        default=DEFAULT_SEMANTIC_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False
-    )
+    semantic_weight: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """None: the embedder's own ``semantic_weight``, else DEFAULT_SEMANTIC_WEIGHT."""
 
     @property
     def pool(self) -> int:
