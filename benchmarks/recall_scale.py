@@ -507,7 +507,7 @@ def explain_memstore(
             raw = conn.connection.driver_connection
             raw.execute(hnsw_settings(q.pool))
             text = psycopg.ClientCursor(raw).mogrify(
-                recall_statement(MODEL, DIMS, exact=False), params
+                recall_statement(MODEL, DIMS, exact=False, mode="semantic"), params
             )
             rows = raw.execute("EXPLAIN " + text).fetchall()
         return [str(r[0]) for r in rows]

@@ -156,7 +156,7 @@ class ScoreParts(BaseModel):
     similarity: float | None = None
     """Cosine similarity between the query and the node's vector."""
     lexical: float | None = None
-    """Full-text rank (``ts_rank_cd``) of the node for the query."""
+    """BM25 score of the node for the query (None in semantic mode)."""
     semantic_rank: int | None = None
     lexical_rank: int | None = None
     fused_rank: int

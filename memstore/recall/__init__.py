@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
-from memstore.models import Hit, ScoreParts
+from memstore.models import Hit, RecallMode, ScoreParts
 from memstore.recall import fusion
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
@@ -64,15 +64,44 @@ BM25 = sql.SQL(
 
 
 @cache
-def recall_statement(model: str, dims: int, exact: bool) -> sql.Composed:
-    """The recall query for one model: the index expression, or the plain column if exact."""
+def recall_statement(
+    model: str, dims: int, exact: bool, mode: RecallMode = "hybrid"
+) -> sql.Composed:
+    """The recall statement for one model and mode, composed from recall.sql's fragments.
+
+    ``exact`` compares every vector of the namespace (the plain column does not
+    match the HNSW index expression, so the planner cannot use the index).
+    """
     column = (
         sql.SQL("e.embedding")
         if exact
         else sql.SQL("(e.embedding::vector({}))").format(sql.Literal(dims))
     )
-    distance = sql.SQL("{} <=> %(vector)s").format(column)
-    return sql.SQL(QUERIES["recall"]).format(distance=distance, model=sql.Literal(model), bm25=BM25)
+    values = {
+        "distance": sql.SQL("{} <=> %(vector)s").format(column),
+        "model": sql.Literal(model),
+        "bm25": BM25,
+    }
+    ctes = [sql.SQL("filtered AS NOT MATERIALIZED (\n{}\n)").format(sql.SQL(QUERIES["filtered"]))]
+    sources, joins = [], []
+    if mode != "lexical":
+        ctes.append(sql.SQL(QUERIES["semantic"]).format(**values))
+        sources.append(sql.SQL("SELECT id FROM semantic_ranked"))
+        joins.append(sql.SQL("LEFT JOIN semantic_ranked sr ON sr.id = n.id"))
+    if mode != "semantic":
+        ctes.append(sql.SQL(QUERIES["lexical"]).format(**values))
+        sources.append(sql.SQL("SELECT id FROM lexical_ranked"))
+        joins.append(sql.SQL("LEFT JOIN lexical_ranked l ON l.id = n.id"))
+    none = sql.SQL("NULL")
+    select = sql.SQL(QUERIES["select"]).format(
+        model=values["model"],
+        lexical=BM25 if mode != "semantic" else none,
+        semantic_rank=sql.SQL("sr.rank") if mode != "lexical" else none,
+        lexical_rank=sql.SQL("l.rank") if mode != "semantic" else none,
+        candidates=sql.SQL(" UNION ").join(sources),
+        rank_joins=sql.SQL("\n").join(joins),
+    )
+    return sql.SQL("WITH {}\n{}").format(sql.SQL(",\n").join(ctes), select)
 
 
 def hnsw_settings(pool: int) -> sql.Composed:
@@ -132,7 +161,8 @@ def recall(
     if params["semantic_limit"] and not exact:
         raw.execute(hnsw_settings(q.pool))
     with raw.cursor(row_factory=dict_row) as cursor:
-        rows = cursor.execute(recall_statement(embedder.name, embedder.dims, exact), params)
+        statement = recall_statement(embedder.name, embedder.dims, exact, q.mode)
+        rows = cursor.execute(statement, params)
         found = {row["id"]: row for row in rows.fetchall()}
     semantic = sorted(
         (r for r in found.values() if r["semantic_rank"]), key=lambda r: r["semantic_rank"]
@@ -140,7 +170,7 @@ def recall(
     lexical = sorted(
         (r for r in found.values() if r["lexical_rank"]), key=lambda r: r["lexical_rank"]
     )
-    signals = {i: (r["similarity"], float(r["lexical"])) for i, r in found.items()}
+    signals = {i: (r["similarity"], float(r["lexical"] or 0.0)) for i, r in found.items()}
     if q.mode == "semantic":
         scores = {r["id"]: float(r["similarity"]) for r in semantic}
     elif q.mode == "lexical":
@@ -160,7 +190,7 @@ def recall(
             score=float(scores[node_id]),
             parts=ScoreParts(
                 similarity=found[node_id]["similarity"],
-                lexical=float(found[node_id]["lexical"]),
+                lexical=found[node_id]["lexical"],
                 semantic_rank=found[node_id]["semantic_rank"],
                 lexical_rank=found[node_id]["lexical_rank"],
                 fused_rank=position,

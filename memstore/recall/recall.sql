@@ -1,16 +1,25 @@
--- recall --
--- One round trip: the semantic candidates (nearest vectors), the lexical
--- candidates (full-text matches), both signals for every candidate, and the
--- candidates' rows with their status. Python fuses the two rankings.
+-- Recall runs as one statement, one round trip: the semantic candidates
+-- (nearest vectors), the lexical candidates (BM25 over full text), both
+-- signals for every candidate, and the candidates' rows with their status.
+-- Python fuses the two rankings. memstore/recall/__init__.py composes the
+-- statement from the fragments below for the mode asked for, so a semantic or
+-- lexical recall does not pay for planning the other signal:
 --
--- {distance} is the cosine distance expression: over embedding::vector(dims)
--- to use the model's HNSW index, or over the plain column for an exact scan.
--- {model} is the model name as a SQL literal, so the partial index matches.
--- {bm25} is the BM25 score of row n over query_terms (see BM25 in __init__.py).
+--   WITH filtered AS NOT MATERIALIZED (<filtered>), <semantic>, <lexical>
+--   <select>
+--
+-- Placeholders: {distance} is the cosine distance, over embedding::vector(dims)
+-- to use the model's HNSW index or over the plain column for an exact scan;
+-- {model} the model name as a SQL literal, so the partial index matches;
+-- {bm25} the BM25 score of row n over query_terms (BM25 in __init__.py);
+-- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank} and
+-- {lexical} name the signals the mode computed (NULL for the other).
 -- Optional filters arrive as NULL and fold away in the custom plan.
-WITH filtered AS NOT MATERIALIZED (
-    -- Inlined into both signals (a CTE used twice would otherwise be
-    -- materialised for the whole namespace before any index is used).
+
+-- filtered --
+-- The nodes a recall may return. Inlined into each signal (a CTE used twice
+-- would otherwise be materialised for the whole namespace before any index is
+-- used).
     SELECT n.namespace_id, n.id
     FROM memstore.nodes n
     WHERE n.namespace_id = %(ns)s
@@ -30,7 +39,9 @@ WITH filtered AS NOT MATERIALIZED (
             SELECT 1 FROM memstore.tombstones t
             WHERE t.namespace_id = %(ns)s AND t.node_id = n.id
               AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)))
-), semantic AS MATERIALIZED (
+
+-- semantic --
+semantic AS MATERIALIZED (
     SELECT e.node_id AS id, {distance} AS distance
     FROM memstore.embeddings e
     -- Both key columns, so the join is a primary-key lookup whatever the statistics.
@@ -41,16 +52,18 @@ WITH filtered AS NOT MATERIALIZED (
 ), semantic_ranked AS (
     -- relaxed_order iterative scans may return rows slightly out of order.
     SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM semantic
-), query_terms AS MATERIALIZED (
+)
+
+-- lexical --
+query_terms AS MATERIALIZED (
     -- The query's lexemes (English stemming, stop words dropped) and their BM25
     -- inverse document frequency in this namespace. Counting a term's documents
-    -- is a GIN index lookup. Skipped when no lexical signal is wanted.
+    -- is a GIN index lookup.
     SELECT t.term,
            -- greatest(): the cached document count may lag behind new documents.
            ln(1 + (greatest(%(doc_count)s, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
     FROM (SELECT DISTINCT u.lexeme AS term
-          FROM unnest(to_tsvector('english', %(text)s)) AS u
-          WHERE %(lexical_limit)s > 0) AS t
+          FROM unnest(to_tsvector('english', %(text)s)) AS u) AS t
     CROSS JOIN LATERAL (
         SELECT count(*) AS df FROM memstore.nodes m
         WHERE m.namespace_id = %(ns)s AND m.search @@ quote_literal(t.term)::tsquery
@@ -66,9 +79,9 @@ WITH filtered AS NOT MATERIALIZED (
     LIMIT %(lexical_limit)s
 ), lexical_ranked AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM lexical
-), candidates AS (
-    SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
 )
+
+-- select --
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
        n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
        n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
@@ -79,12 +92,11 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
        EXISTS (SELECT 1 FROM memstore.redactions r
                WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
        1 - (e.embedding <=> %(vector)s) AS similarity,
-       {bm25} AS lexical,
-       sr.rank AS semantic_rank,
-       l.rank AS lexical_rank
-FROM candidates c
+       {lexical} AS lexical,
+       {semantic_rank} AS semantic_rank,
+       {lexical_rank} AS lexical_rank
+FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
 LEFT JOIN memstore.embeddings e
        ON e.namespace_id = %(ns)s AND e.node_id = n.id AND e.model = {model}
-LEFT JOIN semantic_ranked sr ON sr.id = n.id
-LEFT JOIN lexical_ranked l ON l.id = n.id
+{rank_joins}

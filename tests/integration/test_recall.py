@@ -149,7 +149,7 @@ def test_semantic_recall_goes_through_the_hnsw_index(crowded, store):
     # checks the index path that larger ones take.)
     q = RecallQuery(text="note", k=10, mode="semantic")
     vector = crowded.embedder.embed([q.text])[0]
-    statement = recall_statement(crowded.embedder.name, 384, exact=False)
+    statement = recall_statement(crowded.embedder.name, 384, exact=False, mode="semantic")
     with store.transaction() as conn:
         raw = conn.connection.driver_connection
         raw.execute(hnsw_settings(q.pool))
