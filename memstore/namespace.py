@@ -30,7 +30,13 @@ from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import copy_nodes, insert_node
-from memstore.graph.rows import NamespaceStats, fetch_edges, fetch_nodes, namespace_stats
+from memstore.graph.rows import (
+    NamespaceStats,
+    fetch_edges,
+    fetch_nodes,
+    namespace_stats,
+    new_node,
+)
 from memstore.models import (
     Edge,
     EmbeddingStatus,
@@ -154,9 +160,10 @@ class Namespace:
         vector = self._vectors([item], [text])
         with transaction(self._engine) as conn:
             node_id, created = insert_node(conn, self.id, item, text)
-            if created:  # an existing node keeps the vector of its own text
-                cache.upsert_vectors(conn, self.id, self.embedder.name, [node_id], [text], vector)
-            return self._node(conn, node_id)
+            if created is None:  # an existing node keeps the vector of its own text
+                return self._node(conn, node_id)
+            cache.upsert_vectors(conn, self.id, self.embedder.name, [node_id], [text], vector)
+            return new_node(created, self.name)
 
     def remember_many(
         self,
@@ -243,7 +250,7 @@ class Namespace:
                 raise InvalidInputError(
                     f"the revision of node {old.id} is identical to it", field="content"
                 )
-            if created:
+            if created is not None:
                 vector = self._vectors([item], [text])
                 cache.upsert_vectors(conn, self.id, self.embedder.name, [new_id], [text], vector)
             lineage_sql.supersede(

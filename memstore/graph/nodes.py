@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,18 +39,22 @@ def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
 
 def insert_node(
     conn: Connection, namespace_id: int, item: MemoryInput, content: str
-) -> tuple[int, bool]:
-    """Insert one node, or find the identical one already stored: (id, created)."""
+) -> tuple[int, Mapping[Any, Any] | None]:
+    """Insert one node, or find the identical one already stored.
+
+    Returns the id and, when this call created the node, its row (so the
+    caller need not read it back).
+    """
     key = content_hash(content)
     statement = (
         pg_insert(nodes)
         .values(namespace_id=namespace_id, content_hash=key, **row_values(item, content))
         .on_conflict_do_nothing(index_elements=IDEMPOTENCY_KEY)
-        .returning(nodes.c.id)
+        .returning(*nodes.c)
     )
-    created = conn.execute(statement).scalar_one_or_none()
+    created = conn.execute(statement).mappings().first()
     if created is not None:
-        return int(created), True
+        return int(created["id"]), created
     # A concurrent writer may have inserted it: ON CONFLICT waited for that
     # transaction, and this statement's fresh snapshot sees its row.
     existing = conn.execute(
@@ -61,7 +65,7 @@ def insert_node(
             nodes.c.content_hash == key,
         )
     ).scalar_one()
-    return int(existing), False
+    return int(existing), None
 
 
 def copy_nodes(
