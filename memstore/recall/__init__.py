@@ -92,6 +92,9 @@ def recall_statement(
         ctes.append(sql.SQL(QUERIES["lexical"]).format(**values))
         sources.append(sql.SQL("SELECT id FROM lexical_ranked"))
         joins.append(sql.SQL("LEFT JOIN lexical_ranked l ON l.id = n.id"))
+    if len(sources) == 1:
+        # One signal needs no fusion: only its top k rows are read in full.
+        sources = [sql.SQL("{} ORDER BY rank LIMIT %(k)s").format(sources[0])]
     none = sql.SQL("NULL")
     select = sql.SQL(QUERIES["select"]).format(
         model=values["model"],
@@ -133,6 +136,7 @@ def recall_params(
         "include_tombstoned": q.include_tombstoned,
         "semantic_limit": q.pool if use_vector else 0,
         "lexical_limit": q.pool if q.mode != "semantic" else 0,
+        "k": q.k,
         "doc_count": max(text_stats[0], 1),
         "avg_length": max(text_stats[1], 1.0),
     }
