@@ -144,8 +144,8 @@ def upsert_vectors(
     conn.execute(statement, rows)
 
 
-def _needing_vectors(namespace_id: int, model: str) -> sa.Select[Any]:
-    """Non-redacted nodes whose vector for ``model`` is missing or stale."""
+def _nodes_with_vectors(model: str) -> tuple[sa.Join, sa.ColumnElement[bool]]:
+    """Nodes left-joined to their ``model`` vector, and whether that vector is fresh."""
     e = embeddings
     joined = nodes.outerjoin(
         e,
@@ -156,6 +156,13 @@ def _needing_vectors(namespace_id: int, model: str) -> sa.Select[Any]:
         ),
     )
     fresh = e.c.source_hash == sa.func.sha256(sa.func.convert_to(nodes.c.content, "UTF8"))
+    return joined, fresh
+
+
+def _needing_vectors(namespace_id: int, model: str) -> sa.Select[Any]:
+    """Non-redacted nodes whose vector for ``model`` is missing or stale."""
+    e = embeddings
+    joined, fresh = _nodes_with_vectors(model)
     return (
         sa.select(nodes.c.id, nodes.c.content)
         .select_from(joined)
@@ -177,15 +184,7 @@ def status(
 ) -> EmbeddingStatus:
     """How many of the namespace's nodes have a fresh, missing or stale vector."""
     e = embeddings
-    joined = nodes.outerjoin(
-        e,
-        sa.and_(
-            e.c.namespace_id == nodes.c.namespace_id,
-            e.c.node_id == nodes.c.id,
-            e.c.model == model_literal(model),
-        ),
-    )
-    fresh = e.c.source_hash == sa.func.sha256(sa.func.convert_to(nodes.c.content, "UTF8"))
+    joined, fresh = _nodes_with_vectors(model)
     row = conn.execute(
         sa.select(
             sa.func.count(),
