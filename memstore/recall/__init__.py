@@ -83,7 +83,8 @@ def recall_statement(
         "bm25": BM25,
     }
     ctes = [sql.SQL("filtered AS NOT MATERIALIZED (\n{}\n)").format(sql.SQL(QUERIES["filtered"]))]
-    sources, joins = [], []
+    sources: list[sql.Composable] = []
+    joins: list[sql.Composable] = []
     if mode != "lexical":
         ctes.append(sql.SQL(QUERIES["semantic"]).format(**values))
         sources.append(sql.SQL("SELECT id FROM semantic_ranked"))
