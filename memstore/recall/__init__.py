@@ -135,8 +135,9 @@ def recall_params(
         "as_of": q.as_of,
         "include_superseded": q.include_superseded,
         "include_tombstoned": q.include_tombstoned,
-        "semantic_limit": q.pool if use_vector else 0,
-        "lexical_limit": q.pool if q.mode != "semantic" else 0,
+        # A single signal needs only its own top k; fusion needs a pool of each.
+        "semantic_limit": (q.k if q.mode == "semantic" else q.pool) if use_vector else 0,
+        "lexical_limit": (q.k if q.mode == "lexical" else q.pool) if q.mode != "semantic" else 0,
         "k": q.k,
         "doc_count": max(text_stats[0], 1),
         "avg_length": max(text_stats[1], 1.0),
