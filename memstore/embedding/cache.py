@@ -74,6 +74,7 @@ def check_vector(vector: object, dims: int, *, field: str = "embedding") -> Vect
 
 
 def index_exists(conn: Connection, model: str, dims: int) -> bool:
+    """Whether the HNSW index of ``model`` at ``dims`` exists."""
     found = conn.execute(
         sa.text("SELECT to_regclass(:name) IS NOT NULL"),
         {"name": f"memstore.{index_name(model, dims)}"},

@@ -61,6 +61,7 @@ class _PackagedFile:
     sha256: str
 
     def path(self) -> Path | None:
+        """Where the file is installed, or None if its package is missing."""
         try:
             spec = importlib.util.find_spec(self.package)
         except (ImportError, ValueError):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -31,6 +30,7 @@ IDEMPOTENCY_KEY = ["namespace_id", "kind", "node_type", "content_hash"]
 
 
 def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
+    """The node columns of ``item``, with its checked content and data defaulted to {}."""
     values = item.model_dump(include=set(INPUT_COLUMNS))
     values["content"] = content
     values["data"] = item.data or {}
@@ -147,7 +147,3 @@ def copy_nodes(
             {"ns": namespace_id, "model": model},
         )
     return [int(row[0]) for row in ids]
-
-
-def as_float32(vectors: Vectors | np.ndarray[Any, Any]) -> Vectors:
-    return np.ascontiguousarray(vectors, dtype=np.float32)

@@ -29,12 +29,14 @@ def superseded_by(node: sa.FromClause, namespace_id: int) -> sa.ScalarSelect[Any
 
 
 def is_tombstoned(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    """Whether ``node`` has a tombstone."""
     return sa.exists().where(
         tombstones.c.namespace_id == namespace_id, tombstones.c.node_id == node.c.id
     )
 
 
 def is_redacted(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    """Whether ``node`` was redacted."""
     return sa.exists().where(
         redactions.c.namespace_id == namespace_id, redactions.c.node_id == node.c.id
     )
@@ -69,6 +71,7 @@ def new_node(row: Mapping[Any, Any], namespace: str) -> Node:
 
 
 def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
+    """A :class:`Node` from a row holding :func:`node_columns` (or the same names)."""
     values = {name: row[name] for name in NODE_FIELDS}
     return Node(
         **values,
