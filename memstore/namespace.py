@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -12,6 +12,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.engine import Connection, Engine
 
+from memstore import activation
+from memstore.activation import learning
+from memstore.activation.model import ActivateRequest, Activation, ActivationParams
 from memstore.config import Settings
 from memstore.db.schema import namespaces, nodes
 from memstore.db.transaction import transaction
@@ -358,18 +361,115 @@ class Namespace:
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
         with transaction(self._engine) as conn:
-            stats = self._stats(conn)
-            exact = vector is not None and stats.vectors <= EXACT_SEARCH_MAX
-            return recall(
+            return self._recall_in(conn, spec, vector)
+
+    def activate(
+        self,
+        query: str | None = None,
+        *,
+        seeds: list[int] | None = None,
+        depth: int = 2,
+        fanout: int = 16,
+        limit: int = 20,
+        learn: bool = False,
+        as_of: datetime | None = None,
+        privacy_ceiling: int | None = None,
+        both_directions: bool = False,
+        session_id: str | None = None,
+        params: ActivationParams | None = None,
+    ) -> Activation:
+        """Spread activation from the query's recall hits and/or ``seeds`` (docs/activation.md).
+
+        Seeds from the query are its ``params.seed_count`` hybrid-recall hits
+        (seed strength: the fused score over the best one's); given ids are
+        seeds of strength 1 (an old version stands for its current one). One
+        recursive CTE pulls the neighbourhood (``depth`` hops, each node's
+        ``fanout`` heaviest edges, current nodes and live edges only, within
+        ``privacy_ceiling`` and ``as_of``); numpy scores it. ``learn`` records
+        the accesses of working memory and strengthens co-activated edges.
+        """
+        values: dict[str, Any] = {"params": params} if params is not None else {}
+        request = validated(
+            ActivateRequest,
+            query=query,
+            seeds=seeds,
+            depth=depth,
+            fanout=fanout,
+            limit=limit,
+            learn=learn,
+            as_of=as_of,
+            privacy_ceiling=privacy_ceiling,
+            both_directions=both_directions,
+            session_id=session_id,
+            **values,
+        )
+        started = time.perf_counter()
+        vector = None
+        if request.query is not None:
+            vector = self.embedder.embed([request.query])[0]
+            if not vector.any():
+                vector = None
+        with transaction(self._engine) as conn:
+            start: dict[int, float] = {}
+            if request.seeds:
+                start = self._seed_ids(conn, request.seeds, request.as_of)
+            if request.query is not None:
+                hits = self._recall_in(
+                    conn,
+                    validated(
+                        RecallQuery,
+                        text=request.query,
+                        k=request.params.seed_count,
+                        as_of=request.as_of,
+                        privacy_ceiling=request.privacy_ceiling,
+                    ),
+                    vector,
+                )
+                top = max((hit.score for hit in hits), default=0.0) or 1.0
+                for hit in hits:
+                    start[hit.node.id] = max(start.get(hit.node.id, 0.0), hit.score / top)
+            seeded = round((time.perf_counter() - started) * 1000, 3)
+            return activation.run(
                 conn,
                 self.id,
                 self.name,
-                spec,
-                vector,
-                self.embedder,
-                exact=exact,
-                text_stats=(stats.documents, stats.avg_length),
+                start,
+                query=request.query,
+                vector=vector,
+                model=self.embedder.name,
+                depth=request.depth,
+                fanout=request.fanout,
+                limit=request.limit,
+                learn=request.learn,
+                as_of=request.as_of,
+                privacy_ceiling=request.privacy_ceiling,
+                both_directions=request.both_directions,
+                params=request.params,
+                session_id=request.session_id,
+                timings={"seed": seeded},
             )
+
+    def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:
+        """Fade learned edge weights: hebb ← hebb × ``factor``; returns how many edges changed.
+
+        Only edges not fired within ``unused_for`` (every learned edge when
+        None). A weight that falls below 0.001 becomes 0. Authored weights
+        never change.
+        """
+        if (
+            not isinstance(factor, int | float)
+            or isinstance(factor, bool)
+            or not 0.0 <= factor <= 1.0
+        ):
+            raise InvalidInputError("factor must be a number from 0 to 1", field="factor")
+        if unused_for is not None and (
+            not isinstance(unused_for, timedelta) or unused_for < timedelta(0)
+        ):
+            raise InvalidInputError(
+                "unused_for must be a non-negative timedelta", field="unused_for"
+            )
+        with transaction(self._engine) as conn:
+            return learning.decay_hebbian(conn, self.id, float(factor), unused_for)
 
     def embedding_status(self) -> EmbeddingStatus:
         """Fresh, missing and stale vectors of this namespace for the store's embedder."""
@@ -385,6 +485,42 @@ class Namespace:
         )
 
     # --- helpers ----------------------------------------------------------------
+
+    def _recall_in(
+        self, conn: Connection, spec: RecallQuery, vector: np.ndarray[Any, Any] | None
+    ) -> list[Hit]:
+        stats = self._stats(conn)
+        exact = vector is not None and stats.vectors <= EXACT_SEARCH_MAX
+        return recall(
+            conn,
+            self.id,
+            self.name,
+            spec,
+            vector,
+            self.embedder,
+            exact=exact,
+            text_stats=(stats.documents, stats.avg_length),
+        )
+
+    def _seed_ids(
+        self, conn: Connection, ids: list[int], as_of: datetime | None
+    ) -> dict[int, float]:
+        """Given seeds as current ids (strength 1); unknown ids raise.
+
+        Without ``as_of`` a forgotten or redacted seed raises too; with it, the
+        pull decides what was visible then.
+        """
+        found = fetch_nodes(conn, self.id, self.name, ids)
+        for node_id in ids:
+            if node_id not in found:
+                self._raise_missing(conn, node_id)
+            if as_of is None and found[node_id].status is not NodeStatus.SUPERSEDED:
+                self._current(conn, node_id)
+        current = lineage_sql.current_versions(conn, self.id, ids, as_of)
+        if as_of is None:
+            for node_id in set(current.values()) - set(ids):
+                self._current(conn, node_id)  # the current version may be forgotten
+        return {current[node_id]: 1.0 for node_id in ids}
 
     def _stats(self, conn: Connection) -> NamespaceStats:
         """Sizes that pick a plan and feed BM25, cached for a minute.

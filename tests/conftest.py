@@ -231,9 +231,9 @@ class Seed:
             (ns, self.home),
         )
         conn.execute(
-            "INSERT INTO memstore.edge_state (namespace_id, edge_id, hebbian_weight)"
-            " VALUES (%s, %s, 0.1)",
-            (ns, self.edge),
+            "INSERT INTO memstore.edge_state (namespace_id, edge_id, src, dst, hebbian_weight)"
+            " VALUES (%s, %s, %s, %s, 0.1)",
+            (ns, self.edge, self.home, self.phone),
         )
         conn.execute(
             "INSERT INTO memstore.embeddings (namespace_id, node_id, model, dims, embedding,"

@@ -201,18 +201,23 @@ edges = Table(
     _unit_interval("confidence"),
     CheckConstraint(f"layer BETWEEN 0 AND {LAYER_MAX}", name="layer_range"),
 )
-# Neighbourhood pulls read only these columns: index-only scans both ways.
+# Neighbourhood pulls take each node's heaviest edges first and read only these
+# columns: ordered index-only scans both ways, stopping after the fan-out cap.
 Index(
     "ix_edges_out",
     edges.c.namespace_id,
     edges.c.src,
-    postgresql_include=["dst", "weight", "relation", "inhibitory"],
+    edges.c.weight.desc(),
+    edges.c.id,
+    postgresql_include=["dst", "relation", "inhibitory"],
 )
 Index(
     "ix_edges_in",
     edges.c.namespace_id,
     edges.c.dst,
-    postgresql_include=["src", "weight", "relation", "inhibitory"],
+    edges.c.weight.desc(),
+    edges.c.id,
+    postgresql_include=["src", "relation", "inhibitory"],
 )
 
 tombstones = Table(
@@ -365,10 +370,28 @@ edge_state = Table(
     Column("hebbian_weight", REAL, nullable=False, server_default=text("0")),
     Column("fire_count", Integer, nullable=False, server_default=text("0")),
     Column("last_fired_at", TSTZ, nullable=True),
+    # Copies of the edge's (immutable) ends: a neighbourhood pull finds a node's
+    # learned edges here without reading all of its edges.
+    Column("src", BigInteger, nullable=False),
+    Column("dst", BigInteger, nullable=False),
     PrimaryKeyConstraint("namespace_id", "edge_id", name="pk_edge_state"),
     _edge_fk("edge_state", "edge_id"),
     _unit_interval("hebbian_weight"),
     CheckConstraint("fire_count >= 0", name="fire_count_nonnegative"),
+)
+Index(
+    "ix_edge_state_learned_out",
+    edge_state.c.namespace_id,
+    edge_state.c.src,
+    postgresql_include=["edge_id"],
+    postgresql_where=text("hebbian_weight > 0"),
+)
+Index(
+    "ix_edge_state_learned_in",
+    edge_state.c.namespace_id,
+    edge_state.c.dst,
+    postgresql_include=["edge_id"],
+    postgresql_where=text("hebbian_weight > 0"),
 )
 
 embeddings = Table(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -85,3 +87,19 @@ def current_version(conn: Connection, namespace_id: int, node_id: int) -> int:
     """The newest version reached by following supersessions from ``node_id``."""
     forward = [i for i in lineage_ids(conn, namespace_id, node_id)]
     return forward[-1] if forward else node_id
+
+
+CURRENT_VERSIONS = sa.text(
+    """
+    SELECT g.id, memstore.current_version(:ns, g.id, :as_of) AS current
+    FROM unnest(CAST(:ids AS bigint[])) AS g(id)
+    """
+)
+
+
+def current_versions(
+    conn: Connection, namespace_id: int, node_ids: list[int], as_of: datetime | None = None
+) -> dict[int, int]:
+    """Each id's current version (as of ``as_of``: later supersessions do not count)."""
+    rows = conn.execute(CURRENT_VERSIONS, {"ns": namespace_id, "ids": node_ids, "as_of": as_of})
+    return {int(row[0]): int(row[1]) for row in rows}

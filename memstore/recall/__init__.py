@@ -15,6 +15,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
+from memstore.db.queries import named_queries
 from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
@@ -30,20 +31,6 @@ MIN_EF_SEARCH = 40
 # index spans every namespace, and walking it for a small namespace's rows
 # costs more than comparing them all (600 vectors: ~1 ms exact vs ~12 ms).
 EXACT_SEARCH_MAX = 10_000
-
-
-def named_queries(text: str) -> dict[str, str]:
-    """Split a file of ``-- name --`` headed queries into a dict."""
-    queries: dict[str, str] = {}
-    name = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("-- ") and stripped.endswith(" --") and len(stripped) > 6:
-            name = stripped[3:-3].strip()
-            queries[name] = ""
-        elif name is not None:
-            queries[name] += line + "\n"
-    return queries
 
 
 QUERIES = named_queries(files("memstore.recall").joinpath("recall.sql").read_text())

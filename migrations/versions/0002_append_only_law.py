@@ -438,5 +438,7 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION memstore.check_tombstone()")
     op.execute("DROP FUNCTION memstore.guard_proposal_update()")
     op.execute("DROP FUNCTION memstore.redact_node(bigint, bigint, text, text)")
-    op.execute("REVOKE ALL ON memstore.nodes, memstore.embeddings, memstore.redactions FROM memstore_redactor")
+    op.execute(
+        "REVOKE ALL ON memstore.nodes, memstore.embeddings, memstore.redactions FROM memstore_redactor"
+    )
     op.execute("REVOKE USAGE ON SCHEMA memstore FROM memstore_redactor")

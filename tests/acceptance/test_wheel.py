@@ -46,6 +46,11 @@ def test_the_wheel_ships_migrations_and_sql(wheel):
     assert "memstore/_resources/migrations/env.py" in names
     assert "memstore/_resources/migrations/versions/0002_append_only_law.py" in names
     assert "memstore/_resources/sql/03_redaction.sql" in names
+    assert "memstore/_resources/sql/04_versions.sql" in names
+    # Named queries live beside the code that runs them.
+    assert "memstore/recall/recall.sql" in names
+    assert "memstore/activation/neighbourhood.sql" in names
+    assert "memstore/activation/learning.sql" in names
 
 
 @pytest.mark.slow
@@ -99,4 +104,4 @@ def test_an_installed_wheel_migrates_a_fresh_database(wheel, make_database, tmp_
             "SELECT count(*) FROM pg_proc WHERE pronamespace = 'memstore'::regnamespace"
         ).fetchone()
     assert revision == (migrate.head_revision(),)
-    assert functions == (6,)
+    assert functions == (8,)
