@@ -157,7 +157,9 @@ def _path(nb: Neighbourhood, scores: scoring.Scores, node: int) -> list[PathStep
 
 def _reached(nb: Neighbourhood, scores: scoring.Scores, i: int, in_memory: bool) -> Reached:
     e = int(scores.best_edge[i])
-    return Reached(
+    # Built from the pull's own typed arrays: construct without re-validating
+    # (a hub can put ten thousand nodes in the background).
+    return Reached.model_construct(
         id=int(nb.node_id[i]),
         activation=float(scores.final[i]),
         raw_activation=float(scores.raw[i]),

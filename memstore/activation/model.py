@@ -37,7 +37,7 @@ class ActivationParams(BaseModel):
 
     seed_count: Annotated[int, Field(ge=1, le=100)] = 10
     """How many hybrid-recall hits of the query seed the activation."""
-    similarity_floor: Unit = 0.1
+    similarity_floor: Unit = 0.25
     """sim(query, node) never drops below this, so an association can reach a
     node that does not resemble the query (the point of following edges)."""
     missing_similarity: Unit = 0.5
@@ -72,7 +72,7 @@ class ActivateRequest(BaseModel):
     query: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
     seeds: Annotated[list[int], Field(max_length=1000)] | None = None
     depth: Annotated[int, Field(ge=0, le=6)] = 2
-    fanout: Annotated[int, Field(ge=1, le=1000)] = 16
+    fanout: Annotated[int, Field(ge=1, le=10_000)] = 16
     limit: Annotated[int, Field(ge=1, le=1000)] = 20
     learn: bool = False
     as_of: AwareDatetime | None = None

@@ -45,6 +45,9 @@ class Scores:
     """Node indices in working memory, strongest first."""
     salience: FloatArray
     similarity: FloatArray
+    spread: Spread
+    excitatory: IntArray
+    """Indices of the excitatory edges (the edges ``spread`` ran over)."""
     edge_src: IntArray
     """Node index of each edge's source."""
 
@@ -103,6 +106,35 @@ def index_of(ids: IntArray, wanted: IntArray) -> IntArray:
     return np.where(ids[found] == wanted, found, -1).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class Spread:
+    """The result of :func:`propagate`, with what it takes to retrace each node's path."""
+
+    strength: FloatArray
+    best_edge: IntArray
+    """The in-edge (index into the edges given) that set each node's strength; -1 if none."""
+    best_by_round: IntArray
+    """(rounds + 1) × nodes: ``best_edge`` as it stood after each round."""
+    set_in_round: IntArray
+    """(rounds + 1) × nodes: the round in which each node's strength was last raised."""
+
+    def path(self, src: IntArray, node: int) -> list[tuple[int, int]]:
+        """(node, edge or -1) from the seed to ``node``, exactly as the strength was built.
+
+        Each hop steps back to the source's state one round before the edge
+        fired, so a path never has more hops than rounds run.
+        """
+        steps: list[tuple[int, int]] = []
+        level = len(self.best_by_round) - 1
+        while True:
+            edge = int(self.best_by_round[level, node])
+            steps.append((node, edge))
+            if edge < 0:
+                return steps[::-1]
+            level = int(self.set_in_round[level, node]) - 1
+            node = int(src[edge])
+
+
 def propagate(
     n_nodes: int,
     seed_index: IntArray,
@@ -112,32 +144,39 @@ def propagate(
     gain: FloatArray,
     edge_order_key: IntArray,
     depth: int,
-) -> tuple[FloatArray, IntArray]:
-    """Max-product spreading over at most ``depth`` hops.
+) -> Spread:
+    """Max-product spreading over at most ``depth`` hops (one round per hop).
 
     ``gain`` is each (excitatory) edge's factor w_eff × salience(dst) × sim(dst).
-    Returns the strengths and each node's best in-edge (-1 if none improved on
-    its seed strength). A best edge is recorded only when it strictly raises
-    the strength, from a source settled in an earlier round, so following best
-    edges back always ends at a seed.
+    A node's best in-edge is the one that last raised its strength (ties:
+    lowest ``edge_order_key``).
     """
     strength = np.zeros(n_nodes)
     np.maximum.at(strength, seed_index, seed_strength)
     best = np.full(n_nodes, -1, dtype=np.int64)
-    for _ in range(depth):
+    since = np.zeros(n_nodes, dtype=np.int64)
+    best_by_round, set_in_round = [best.copy()], [since.copy()]
+    for round_ in range(1, depth + 1):
         candidate = strength[src] * gain
         new = strength.copy()
         np.maximum.at(new, dst, candidate)
         improved = new > strength
         if not improved.any():
             break
-        # For each improved node, the edge giving its new maximum (ties: lowest key).
         hits = np.flatnonzero(improved[dst] & (candidate == new[dst]))
         hits = hits[np.lexsort((edge_order_key[hits], dst[hits]))]
         first = np.unique(dst[hits], return_index=True)[1]
         best[dst[hits[first]]] = hits[first]
+        since[dst[hits[first]]] = round_
+        best_by_round.append(best.copy())
+        set_in_round.append(since.copy())
         strength = new
-    return strength, best
+    return Spread(
+        strength=strength,
+        best_edge=best,
+        best_by_round=np.array(best_by_round),
+        set_in_round=np.array(set_in_round),
+    )
 
 
 def inhibit(
@@ -187,7 +226,7 @@ def score(
     w_eff = effective_weight(nb.edge_weight, nb.edge_hebb)
     excitatory = ~nb.edge_inhibitory
     exc = np.flatnonzero(excitatory)
-    raw, best_local = propagate(
+    spread = propagate(
         n,
         seeds[keep],
         seed_strength[keep],
@@ -197,7 +236,10 @@ def score(
         nb.edge_id[exc] * 2 + nb.edge_reverse[exc],
         depth,
     )
-    best = np.where(best_local >= 0, exc[np.maximum(best_local, 0)], -1)
+    raw = spread.strength
+    best = np.full(n, -1, dtype=np.int64)
+    reached = spread.best_edge >= 0
+    best[reached] = exc[spread.best_edge[reached]]
     inh = np.flatnonzero(nb.edge_inhibitory)
     final = inhibit(
         raw, nb.node_layer, src[inh], dst[inh], w_eff[inh], params.non_suppressible_layers
@@ -215,25 +257,23 @@ def score(
         working_memory=chosen[:limit],
         salience=sal,
         similarity=sim,
+        spread=spread,
+        excitatory=exc,
         edge_src=src,
     )
 
 
 def strongest_path(scores: Scores, node: int) -> list[tuple[int, int]]:
-    """(node index, edge index or -1) from the seed to ``node`` along best edges."""
-    path = [(node, int(scores.best_edge[node]))]
-    seen = {node}
-    while path[-1][1] >= 0:
-        previous = int(scores.edge_src[path[-1][1]])
-        if previous in seen:  # cannot happen (see propagate); never loop regardless
-            break
-        seen.add(previous)
-        path.append((previous, int(scores.best_edge[previous])))
-    return path[::-1]
+    """(node index, edge index or -1) from the seed to ``node``, as its activation was built."""
+    src = scores.edge_src[scores.excitatory]
+    return [
+        (i, -1 if e < 0 else int(scores.excitatory[e])) for i, e in scores.spread.path(src, node)
+    ]
 
 
 __all__ = [
     "Scores",
+    "Spread",
     "base_level",
     "effective_weight",
     "index_of",

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstore.cli import memory
+from memstore.cli import activation, memory
 from memstore.cli.common import app, err, open_store, out, print_json, settings_of
 from memstore.cli.db import db_app
 from memstore.cli.demo import run_demo
@@ -21,6 +21,7 @@ from memstore.models import StoreStatus
 
 app.add_typer(db_app, name="db")
 memory.register(app)
+activation.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

