@@ -3,97 +3,56 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel
 from sqlalchemy.engine import Connection, Engine
 
 from memstore import activation
 from memstore.activation import learning
 from memstore.activation.model import ActivateRequest, Activation, ActivationParams
 from memstore.config import Settings
-from memstore.db.schema import namespaces, nodes
+from memstore.db.schema import namespaces
 from memstore.db.transaction import transaction
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import (
-    CrossNamespaceError,
-    EdgeNotFoundError,
     InvalidInputError,
-    NodeNotFoundError,
-    NodeRedactedError,
-    NodeSupersededError,
-    NodeTombstonedError,
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
-from memstore.graph.edges import insert_edge
-from memstore.graph.nodes import copy_nodes, insert_node
+from memstore.graph.nodes import copy_nodes
 from memstore.graph.rows import (
     NamespaceStats,
-    fetch_edges,
     fetch_nodes,
     namespace_stats,
-    new_node,
 )
+from memstore.inputs import validated
 from memstore.models import (
     Edge,
     EmbeddingStatus,
     Hit,
     Kind,
-    Layer,
     MemoryInput,
     Node,
     NodeStatus,
     RecallMode,
     TargetKind,
-    Unit,
 )
 from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
 from memstore.recall.query import Fusion
+from memstore.tx import NamespaceTransaction
 
 M = TypeVar("M", bound=BaseModel)
 
 NAME_MAX_BYTES = 2048
 STATS_TTL = 60.0  # seconds
 ANALYZE_AFTER = 1000  # rows loaded by one remember_many
-
-
-class LinkInput(BaseModel):
-    """What :meth:`Namespace.link` accepts."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    src: int
-    dst: int
-    relation: str = Field(default="related", min_length=1, max_length=64)
-    weight: Unit = 0.5
-    inhibitory: bool = False
-    confidence: Unit = 0.5
-    layer: Layer = 1
-    source: str | None = Field(default=None, max_length=2000)
-    actor: str | None = Field(default=None, max_length=200)
-    run_id: str | None = Field(default=None, max_length=200)
-
-
-def validated(model: type[M], **values: Any) -> M:
-    """``model(**values)``, or an :class:`InvalidInputError` that names each bad field."""
-    for name, value in values.items():
-        if isinstance(value, str) and "\x00" in value:
-            raise InvalidInputError(f"{name} contains a NUL character", field=name)
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'input'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        first = exc.errors()[0]["loc"]
-        raise InvalidInputError(problems, field=str(first[0]) if first else None) from None
 
 
 def check_namespace_name(name: object) -> str:
@@ -142,9 +101,21 @@ class Namespace:
         self._engine = engine
         self.name = name
         self.embedder = embedder
-        self._settings = settings
+        self.settings = settings
         self.id = open_namespace(engine, name, embedder)
         self._cached_stats: tuple[NamespaceStats, float] | None = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[NamespaceTransaction]:
+        """The namespace's verbs on one transaction: all of them are written, or none.
+
+        >>> with ns.transaction() as tx:                            # doctest: +SKIP
+        ...     a = tx.remember("Team dinner on Friday")
+        ...     b = tx.remember("Maya is allergic to peanuts")
+        ...     tx.link(a.id, b.id, relation="constrained_by")
+        """
+        with transaction(self._engine) as conn:
+            yield NamespaceTransaction(self, conn)
 
     # --- writing ----------------------------------------------------------------
 
@@ -159,14 +130,10 @@ class Namespace:
         again returns the stored node, whatever its status.
         """
         item = validated(MemoryInput, content=content, **fields)
-        text = checked_content(item.content, limit=self._settings.max_content_bytes)
-        vector = self._vectors([item], [text])
-        with transaction(self._engine) as conn:
-            node_id, created = insert_node(conn, self.id, item, text)
-            if created is None:  # an existing node keeps the vector of its own text
-                return self._node(conn, node_id)
-            cache.upsert_vectors(conn, self.id, self.embedder.name, [node_id], [text], vector)
-            return new_node(created, self.name)
+        text = checked_content(item.content, limit=self.settings.max_content_bytes)
+        vector = self.vectors([item], [text])  # outside the transaction: keep it short
+        with self.transaction() as tx:
+            return tx.remember_item(item, vector=vector)
 
     def remember_many(
         self,
@@ -186,7 +153,7 @@ class Namespace:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be at least 1", field="batch_size")
         parsed = [self._as_input(i, item) for i, item in enumerate(items)]
-        limit = self._settings.max_content_bytes
+        limit = self.settings.max_content_bytes
         texts = [
             checked_content(p.content, limit=limit, field=f"items[{i}].content")
             for i, p in enumerate(parsed)
@@ -200,7 +167,7 @@ class Namespace:
                     parsed[start : start + batch_size],
                     texts[start : start + batch_size],
                 )
-                vectors = self._vectors(batch, batch_texts)
+                vectors = self.vectors(batch, batch_texts)
                 ids += copy_nodes(conn, self.id, batch, batch_texts, self.embedder.name, vectors)
                 if progress is not None:
                     progress(len(batch))
@@ -218,21 +185,8 @@ class Namespace:
 
         Both ends must be nodes of this namespace and not forgotten.
         """
-        link = validated(LinkInput, src=src, dst=dst, **fields)
-        if link.src == link.dst:
-            raise InvalidInputError("an edge needs two different nodes", field="dst")
-        with transaction(self._engine) as conn:
-            ends = fetch_nodes(conn, self.id, self.name, [link.src, link.dst])
-            for end in (link.src, link.dst):
-                if end not in ends:
-                    self._raise_missing(conn, end, edge=True)
-                if ends[end].status in (NodeStatus.TOMBSTONED, NodeStatus.REDACTED):
-                    raise NodeTombstonedError(
-                        f"node {end} is {ends[end].status.value}: it cannot be linked",
-                        node_id=end,
-                    )
-            edge_id = insert_edge(conn, self.id, link.model_dump())
-            return fetch_edges(conn, self.id, self.name, [edge_id])[edge_id]
+        with self.transaction() as tx:
+            return tx.link(src, dst, **fields)
 
     def revise(self, node_id: int, content: str, *, reason: str, **changes: Any) -> Node:
         """Write a new version of a current node and link old → new; returns the new node.
@@ -241,77 +195,30 @@ class Namespace:
         stay on the version they were written for; reads follow supersession
         to the current version. ``actor`` (in changes) is recorded on the link.
         """
-        reason = self._reason(reason)
-        with transaction(self._engine) as conn:
-            old = self._current(conn, node_id)
-            carried = old.model_dump(include=set(MemoryInput.model_fields) - {"embedding"})
-            carried.update(changes, content=content)
-            item = validated(MemoryInput, **carried)
-            text = checked_content(item.content, limit=self._settings.max_content_bytes)
-            new_id, created = insert_node(conn, self.id, item, text)
-            if new_id == old.id:
-                raise InvalidInputError(
-                    f"the revision of node {old.id} is identical to it", field="content"
-                )
-            if created is not None:
-                vector = self._vectors([item], [text])
-                cache.upsert_vectors(conn, self.id, self.embedder.name, [new_id], [text], vector)
-            lineage_sql.supersede(
-                conn,
-                self.id,
-                old.id,
-                new_id,
-                reason=reason,
-                actor=item.actor or self._settings.actor,
-            )
-            return self._node(conn, new_id)
+        with self.transaction() as tx:
+            return tx.revise(node_id, content, reason=reason, **changes)
 
     def forget(
         self, target_id: int, *, reason: str, target: TargetKind = "node", actor: str | None = None
     ) -> int:
         """Tombstone a node or an edge (hidden from reads, never deleted); returns its id."""
-        reason = self._reason(reason)
-        if target not in ("node", "edge"):
-            raise InvalidInputError("target must be 'node' or 'edge'", field="target")
-        with transaction(self._engine) as conn:
-            if target == "node":
-                if not fetch_nodes(conn, self.id, self.name, [target_id]):
-                    self._raise_missing(conn, target_id)
-            elif not fetch_edges(conn, self.id, self.name, [target_id]):
-                raise EdgeNotFoundError(
-                    f"edge {target_id} does not exist in namespace {self.name!r}",
-                    namespace=self.name,
-                    target_id=target_id,
-                )
-            return lineage_sql.tombstone(
-                conn, self.id, target, target_id, reason=reason, actor=actor or self._settings.actor
-            )
+        with self.transaction() as tx:
+            return tx.forget(target_id, reason=reason, target=target, actor=actor)
 
     def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
         """Erase a node's content for good (audited); its id, edges and lineage stay."""
-        reason = self._reason(reason)
-        with transaction(self._engine) as conn:
-            if not fetch_nodes(conn, self.id, self.name, [node_id]):
-                self._raise_missing(conn, node_id)
-            lineage_sql.redact(
-                conn, self.id, node_id, reason=reason, actor=actor or self._settings.actor
-            )
-            return self._node(conn, node_id)
-
-    # --- reading ----------------------------------------------------------------
+        with self.transaction() as tx:
+            return tx.redact(node_id, reason=reason, actor=actor)
 
     def get(self, node_id: int) -> Node:
         """The node with its status: current, superseded, tombstoned or redacted."""
-        with transaction(self._engine) as conn:
-            return self._node(conn, node_id)
+        with self.transaction() as tx:
+            return tx.node(node_id)
 
     def lineage(self, node_id: int) -> list[Node]:
         """Every version of this memory, oldest first, ending with the current one."""
-        with transaction(self._engine) as conn:
-            self._node(conn, node_id)
-            ids = lineage_sql.lineage_ids(conn, self.id, node_id)
-            found = fetch_nodes(conn, self.id, self.name, ids)
-            return [found[i] for i in ids]
+        with self.transaction() as tx:
+            return tx.lineage(node_id)
 
     def recall(
         self,
@@ -510,16 +417,17 @@ class Namespace:
         Without ``as_of`` a forgotten or redacted seed raises too; with it, the
         pull decides what was visible then.
         """
+        tx = NamespaceTransaction(self, conn)
         found = fetch_nodes(conn, self.id, self.name, ids)
         for node_id in ids:
             if node_id not in found:
-                self._raise_missing(conn, node_id)
+                tx.raise_missing(node_id)
             if as_of is None and found[node_id].status is not NodeStatus.SUPERSEDED:
-                self._current(conn, node_id)
+                tx.current(node_id)
         current = lineage_sql.current_versions(conn, self.id, ids, as_of)
         if as_of is None:
             for node_id in set(current.values()) - set(ids):
-                self._current(conn, node_id)  # the current version may be forgotten
+                tx.current(node_id)  # the current version may be forgotten
         return {current[node_id]: 1.0 for node_id in ids}
 
     def _stats(self, conn: Connection) -> NamespaceStats:
@@ -546,7 +454,7 @@ class Namespace:
             f"items[{position}] must be text, a mapping or a MemoryInput", field="items"
         )
 
-    def _vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
+    def vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
         """Given vectors where items carry one; the embedder's for the rest."""
         dims = self.embedder.dims
         given = [i for i, item in enumerate(items) if item.embedding is not None]
@@ -558,51 +466,5 @@ class Namespace:
             out[todo] = self.embedder.embed([texts[i] for i in todo])
         return out
 
-    def _node(self, conn: Connection, node_id: int) -> Node:
-        found = fetch_nodes(conn, self.id, self.name, [node_id])
-        if node_id not in found:
-            self._raise_missing(conn, node_id)
-        return found[node_id]
 
-    def _current(self, conn: Connection, node_id: int) -> Node:
-        node = self._node(conn, node_id)
-        if node.status is NodeStatus.SUPERSEDED:
-            current = lineage_sql.current_version(conn, self.id, node_id)
-            raise NodeSupersededError(
-                f"node {node_id} was superseded; its current version is node {current}",
-                node_id=node_id,
-                current_id=current,
-            )
-        if node.status is NodeStatus.TOMBSTONED:
-            raise NodeTombstonedError(f"node {node_id} was forgotten", node_id=node_id)
-        if node.status is NodeStatus.REDACTED:
-            raise NodeRedactedError(f"node {node_id} was redacted", node_id=node_id)
-        return node
-
-    def _raise_missing(self, conn: Connection, node_id: int, *, edge: bool = False) -> None:
-        # Not here; if it is a node of another namespace, an edge would cross
-        # namespaces, which deserves its own message.
-        elsewhere = conn.execute(
-            sa.select(sa.exists().where(nodes.c.id == node_id, nodes.c.namespace_id != self.id))
-        ).scalar_one()
-        if edge and elsewhere:
-            raise CrossNamespaceError(
-                f"node {node_id} belongs to another namespace: edges never cross namespaces",
-                field="dst",
-            )
-        raise NodeNotFoundError(
-            f"node {node_id} does not exist in namespace {self.name!r}",
-            namespace=self.name,
-            target_id=node_id,
-        )
-
-    @staticmethod
-    def _reason(reason: object) -> str:
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInputError("a reason is required", field="reason")
-        if "\x00" in reason:
-            raise InvalidInputError("reason contains a NUL character", field="reason")
-        return reason.strip()
-
-
-__all__ = ["LinkInput", "Namespace"]
+__all__ = ["Namespace"]

@@ -284,3 +284,18 @@ def test_valid_period_and_observed_time_are_kept(ns):
     start = datetime.now(UTC) - timedelta(days=2)
     node = ns.remember("valid for a day", valid_from=start, valid_to=start + timedelta(days=1))
     assert node.valid_to - node.valid_from == timedelta(days=1)
+
+
+def test_a_namespace_transaction_writes_everything_or_nothing(ns, database_url):
+    before = row_counts(database_url)
+    with pytest.raises(NodeNotFoundError), ns.transaction() as tx:
+        a = tx.remember("Team dinner on Friday")
+        b = tx.remember("Maya is allergic to peanuts")
+        tx.link(a.id, b.id, relation="constrained_by")
+        tx.link(a.id, 10**12)  # fails: the two memories and the edge go too
+    assert row_counts(database_url) == before
+    with ns.transaction() as tx:
+        a = tx.remember("Team dinner on Friday")
+        b = tx.remember("Maya is allergic to peanuts")
+        edge = tx.link(a.id, b.id, relation="constrained_by")
+    assert ns.get(b.id).status == "current" and edge.dst == b.id

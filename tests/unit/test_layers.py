@@ -1,4 +1,5 @@
-"""Imports point downward only: cli -> store/namespace -> graph/recall/embedding -> db.
+"""Imports point downward only: cli -> store/namespace/tx -> core (graph, recall, embedding,
+activation) -> db.
 
 models, errors and config are leaves: they import nothing above them.
 """
@@ -13,14 +14,17 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "memstore"
 
 # module (or package) -> memstore modules it must never import
-SERVICES = ("memstore.namespace", "memstore.store", "memstore.cli")
-CORE = ("memstore.graph", "memstore.recall", "memstore.embedding")
+SERVICES = ("memstore.namespace", "memstore.tx", "memstore.store", "memstore.cli")
+CORE = ("memstore.graph", "memstore.recall", "memstore.embedding", "memstore.activation")
 FORBIDDEN = {
     "db": CORE + SERVICES,
     "graph": SERVICES,
     "recall": SERVICES,
     "embedding": SERVICES,
+    "activation": SERVICES,
     "namespace": ("memstore.store", "memstore.cli"),
+    "tx": ("memstore.store", "memstore.cli"),
+    "inputs": ("memstore.db", *CORE, *SERVICES),
     "store": ("memstore.cli",),
     "errors": ("memstore.",),
     "models": ("memstore.db", *CORE, *SERVICES),

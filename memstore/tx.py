@@ -1,0 +1,219 @@
+"""A namespace's verbs inside one open database transaction.
+
+:meth:`memstore.namespace.Namespace.transaction` hands one out; every
+single-call verb of the namespace is a transaction of its own built on it. Use
+it to make several writes all-or-nothing:
+
+>>> with ns.transaction() as tx:                                 # doctest: +SKIP
+...     dinner = tx.remember("Team dinner on Friday", node_type="Fact")
+...     allergy = tx.remember("Maya is allergic to peanuts", node_type="Safety")
+...     tx.link(dinner.id, allergy.id, relation="constrained_by", weight=0.9)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memstore.db.schema import nodes
+from memstore.embedding import cache
+from memstore.errors import (
+    CrossNamespaceError,
+    EdgeNotFoundError,
+    InvalidInputError,
+    NodeNotFoundError,
+    NodeRedactedError,
+    NodeSupersededError,
+    NodeTombstonedError,
+)
+from memstore.graph import lineage as lineage_sql
+from memstore.graph.content import checked_content
+from memstore.graph.edges import insert_edge
+from memstore.graph.nodes import insert_node
+from memstore.graph.rows import fetch_edges, fetch_nodes, new_node
+from memstore.inputs import LinkInput, checked_reason, validated
+from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
+
+if TYPE_CHECKING:
+    from memstore.namespace import Namespace
+
+
+class NamespaceTransaction:
+    """The verbs of one namespace on one connection; committed or rolled back as a whole."""
+
+    def __init__(self, namespace: Namespace, conn: Connection):
+        self.namespace = namespace
+        self.conn = conn
+        self.id = namespace.id
+        self.name = namespace.name
+
+    # --- writing ----------------------------------------------------------------
+
+    def remember(
+        self, content: str, *, vector: np.ndarray[Any, Any] | None = None, **fields: Any
+    ) -> Node:
+        """See :meth:`memstore.namespace.Namespace.remember`.
+
+        ``vector``: the embedder's vector of the content, when the caller
+        computed it outside the transaction.
+        """
+        item = validated(MemoryInput, content=content, **fields)
+        return self.remember_item(item, vector=vector)
+
+    def remember_item(
+        self, item: MemoryInput, *, vector: np.ndarray[Any, Any] | None = None
+    ) -> Node:
+        """Store one validated memory (idempotent) and its vector."""
+        text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
+        node_id, created = insert_node(self.conn, self.id, item, text)
+        if created is None:  # an existing node keeps the vector of its own text
+            return self.node(node_id)
+        if vector is None:
+            vector = self.namespace.vectors([item], [text])
+        embedder = self.namespace.embedder
+        cache.upsert_vectors(self.conn, self.id, embedder.name, [node_id], [text], vector)
+        return new_node(created, self.name)
+
+    def link(self, src: int, dst: int, **fields: Any) -> Edge:
+        """See :meth:`memstore.namespace.Namespace.link`."""
+        link = validated(LinkInput, src=src, dst=dst, **fields)
+        if link.src == link.dst:
+            raise InvalidInputError("an edge needs two different nodes", field="dst")
+        ends = fetch_nodes(self.conn, self.id, self.name, [link.src, link.dst])
+        for end in (link.src, link.dst):
+            if end not in ends:
+                self.raise_missing(end, edge=True)
+            if ends[end].status in (NodeStatus.TOMBSTONED, NodeStatus.REDACTED):
+                raise NodeTombstonedError(
+                    f"node {end} is {ends[end].status.value}: it cannot be linked",
+                    node_id=end,
+                )
+        edge_id = insert_edge(self.conn, self.id, link.model_dump())
+        return fetch_edges(self.conn, self.id, self.name, [edge_id])[edge_id]
+
+    def revise(self, node_id: int, content: str, *, reason: str, **changes: Any) -> Node:
+        """See :meth:`memstore.namespace.Namespace.revise`."""
+        reason = checked_reason(reason)
+        old = self.current(node_id)
+        carried = old.model_dump(include=set(MemoryInput.model_fields) - {"embedding"})
+        carried.update(changes, content=content)
+        item = validated(MemoryInput, **carried)
+        text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
+        new_id, created = insert_node(self.conn, self.id, item, text)
+        if new_id == old.id:
+            raise InvalidInputError(
+                f"the revision of node {old.id} is identical to it", field="content"
+            )
+        if created is not None:
+            vector = self.namespace.vectors([item], [text])
+            embedder = self.namespace.embedder
+            cache.upsert_vectors(self.conn, self.id, embedder.name, [new_id], [text], vector)
+        lineage_sql.supersede(
+            self.conn,
+            self.id,
+            old.id,
+            new_id,
+            reason=reason,
+            actor=item.actor or self.namespace.settings.actor,
+        )
+        return self.node(new_id)
+
+    def forget(
+        self,
+        target_id: int,
+        *,
+        reason: str,
+        target: TargetKind = "node",
+        actor: str | None = None,
+    ) -> int:
+        """See :meth:`memstore.namespace.Namespace.forget`."""
+        reason = checked_reason(reason)
+        if target not in ("node", "edge"):
+            raise InvalidInputError("target must be 'node' or 'edge'", field="target")
+        if target == "node":
+            if not fetch_nodes(self.conn, self.id, self.name, [target_id]):
+                self.raise_missing(target_id)
+        elif not fetch_edges(self.conn, self.id, self.name, [target_id]):
+            raise EdgeNotFoundError(
+                f"edge {target_id} does not exist in namespace {self.name!r}",
+                namespace=self.name,
+                target_id=target_id,
+            )
+        return lineage_sql.tombstone(
+            self.conn,
+            self.id,
+            target,
+            target_id,
+            reason=reason,
+            actor=actor or self.namespace.settings.actor,
+        )
+
+    def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
+        """See :meth:`memstore.namespace.Namespace.redact`."""
+        reason = checked_reason(reason)
+        if not fetch_nodes(self.conn, self.id, self.name, [node_id]):
+            self.raise_missing(node_id)
+        lineage_sql.redact(
+            self.conn,
+            self.id,
+            node_id,
+            reason=reason,
+            actor=actor or self.namespace.settings.actor,
+        )
+        return self.node(node_id)
+
+    # --- reading ----------------------------------------------------------------
+
+    def node(self, node_id: int) -> Node:
+        """The node with its status, or :class:`NodeNotFoundError`."""
+        found = fetch_nodes(self.conn, self.id, self.name, [node_id])
+        if node_id not in found:
+            self.raise_missing(node_id)
+        return found[node_id]
+
+    def lineage(self, node_id: int) -> list[Node]:
+        """See :meth:`memstore.namespace.Namespace.lineage`."""
+        self.node(node_id)
+        ids = lineage_sql.lineage_ids(self.conn, self.id, node_id)
+        found = fetch_nodes(self.conn, self.id, self.name, ids)
+        return [found[i] for i in ids]
+
+    def current(self, node_id: int) -> Node:
+        """The node if it is current; otherwise the error that says what became of it."""
+        node = self.node(node_id)
+        if node.status is NodeStatus.SUPERSEDED:
+            latest = lineage_sql.current_version(self.conn, self.id, node_id)
+            raise NodeSupersededError(
+                f"node {node_id} was superseded; its current version is node {latest}",
+                node_id=node_id,
+                current_id=latest,
+            )
+        if node.status is NodeStatus.TOMBSTONED:
+            raise NodeTombstonedError(f"node {node_id} was forgotten", node_id=node_id)
+        if node.status is NodeStatus.REDACTED:
+            raise NodeRedactedError(f"node {node_id} was redacted", node_id=node_id)
+        return node
+
+    def raise_missing(self, node_id: int, *, edge: bool = False) -> None:
+        """Raise the error for a node id that is not in this namespace."""
+        # Not here; if it is a node of another namespace, an edge would cross
+        # namespaces, which deserves its own message.
+        elsewhere = self.conn.execute(
+            sa.select(sa.exists().where(nodes.c.id == node_id, nodes.c.namespace_id != self.id))
+        ).scalar_one()
+        if edge and elsewhere:
+            raise CrossNamespaceError(
+                f"node {node_id} belongs to another namespace: edges never cross namespaces",
+                field="dst",
+            )
+        raise NodeNotFoundError(
+            f"node {node_id} does not exist in namespace {self.name!r}",
+            namespace=self.name,
+            target_id=node_id,
+        )
+
+
+__all__ = ["NamespaceTransaction"]
