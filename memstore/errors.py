@@ -138,6 +138,24 @@ class EdgeNotFoundError(NotFoundError):
     """No edge with this id exists in this namespace."""
 
 
+class EntryNotFoundError(MemstoreError, LookupError):
+    """A tier has no current entry under this key (a pin, a procedure name)."""
+
+    def __init__(self, message: str, *, namespace: str, tier: str, key: str):
+        super().__init__(message)
+        self.namespace = namespace
+        self.tier = tier
+        self.key = key
+
+
+class ProcedureNotFoundError(EntryNotFoundError):
+    """No current procedure has this name in this namespace."""
+
+    def __init__(self, message: str, *, namespace: str, name: str):
+        super().__init__(message, namespace=namespace, tier="procedures", key=name)
+        self.name = name
+
+
 class CrossNamespaceError(InvalidInputError):
     """An edge would join nodes of two namespaces: links never cross namespaces."""
 

@@ -86,6 +86,11 @@ class MemoryInput(BaseModel):
     valid_to: AwareDatetime | None = None
     embedding: Any = Field(default=None, exclude=True, repr=False)
     """A precomputed vector for the namespace's embedder (numpy array or list)."""
+    dedupe_key: Annotated[str, Field(min_length=1, max_length=500)] | None = Field(
+        default=None, exclude=True
+    )
+    """Part of the idempotency key, not stored: equal content with another key is
+    another memory (a repeated "ok" in a conversation is two turns)."""
 
     @model_validator(mode="after")
     def _valid_period(self) -> MemoryInput:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
@@ -46,6 +47,14 @@ from memstore.models import (
 )
 from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
 from memstore.recall.query import Fusion
+from memstore.tiers import context, summary
+from memstore.tiers.consolidation import Consolidation
+from memstore.tiers.context import ContextPacket, ContextRequest, TokenCounter
+from memstore.tiers.lessons import Lessons
+from memstore.tiers.procedures import Procedures
+from memstore.tiers.scratchpad import Scratchpad
+from memstore.tiers.summary import NamespaceSummary
+from memstore.tiers.timeline import Timeline
 from memstore.tx import NamespaceTransaction
 
 M = TypeVar("M", bound=BaseModel)
@@ -104,6 +113,79 @@ class Namespace:
         self.settings = settings
         self.id = open_namespace(engine, name, embedder)
         self._cached_stats: tuple[NamespaceStats, float] | None = None
+
+    # --- tiers: profiles over the one graph (docs/tiers.md) ----------------------
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Conversation turns, each linked to the previous turn of its session."""
+        return Timeline(self)
+
+    @cached_property
+    def scratchpad(self) -> Scratchpad:
+        """Pinned facts by key; a new value supersedes the old one."""
+        return Scratchpad(self)
+
+    @cached_property
+    def lessons(self) -> Lessons:
+        """Rules learned from experience, with confidence that decays when unused."""
+        return Lessons(self)
+
+    @cached_property
+    def procedures(self) -> Procedures:
+        """Named skills as versioned step lists."""
+        return Procedures(self)
+
+    @cached_property
+    def consolidation(self) -> Consolidation:
+        """The record of consolidation ("sleep") events."""
+        return Consolidation(self)
+
+    def recall_context(
+        self,
+        query: str,
+        budget_tokens: int = 2000,
+        *,
+        allocation: dict[str, float] | None = None,
+        token_counter: TokenCounter | None = None,
+        session_id: str | None = None,
+    ) -> ContextPacket:
+        """A token-budgeted context packet for ``query`` (docs/tiers.md).
+
+        Sections and default shares: scratchpad 35%, lessons 25% (confidence
+        ≥ 0.8), procedures 15%, timeline 15% (``session_id`` narrows its
+        recent turns), graph 10% (spreading activation). Budget a section
+        leaves unused flows to the others; ``token_counter`` (default: four
+        characters a token) counts the rendered text, which never exceeds
+        ``budget_tokens``.
+        """
+        values: dict[str, Any] = {} if allocation is None else {"allocation": allocation}
+        request = validated(
+            ContextRequest,
+            query=query,
+            budget_tokens=budget_tokens,
+            session_id=session_id,
+            **values,
+        )
+        if token_counter is not None and not callable(token_counter):
+            raise InvalidInputError("token_counter must be callable", field="token_counter")
+        return context.assemble(self, request, token_counter or context.chars_over_four)
+
+    def summary(self) -> NamespaceSummary:
+        """Nodes per tier and status, vector freshness and last activity."""
+        return summary.summarise(self)
+
+    def status_summary(self) -> str:
+        """:meth:`summary` as plain text (``memstore status -n NAME``; ``--json`` for the model)."""
+        return self.summary().text()
+
+    def clear(self, *, reason: str, actor: str | None = None) -> int:
+        """Retire every current memory of the namespace with a tombstone; returns how many.
+
+        No row is deleted: each tombstone names ``reason``, and every memory
+        stays recoverable from the audit trail.
+        """
+        return summary.clear(self, reason, actor)
 
     @contextmanager
     def transaction(self) -> Iterator[NamespaceTransaction]:
@@ -268,7 +350,7 @@ class Namespace:
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
         with transaction(self._engine) as conn:
-            return self._recall_in(conn, spec, vector)
+            return self.recall_in(conn, spec, vector)
 
     def activate(
         self,
@@ -321,7 +403,7 @@ class Namespace:
             if request.seeds:
                 start = self._seed_ids(conn, request.seeds, request.as_of)
             if request.query is not None:
-                hits = self._recall_in(
+                hits = self.recall_in(
                     conn,
                     validated(
                         RecallQuery,
@@ -393,9 +475,10 @@ class Namespace:
 
     # --- helpers ----------------------------------------------------------------
 
-    def _recall_in(
+    def recall_in(
         self, conn: Connection, spec: RecallQuery, vector: np.ndarray[Any, Any] | None
     ) -> list[Hit]:
+        """Run a validated recall on an open connection (for composite reads)."""
         stats = self._stats(conn)
         exact = vector is not None and stats.vectors <= EXACT_SEARCH_MAX
         return recall(

@@ -67,15 +67,21 @@ class NamespaceTransaction:
         self, item: MemoryInput, *, vector: np.ndarray[Any, Any] | None = None
     ) -> Node:
         """Store one validated memory (idempotent) and its vector."""
+        return self.store_item(item, vector=vector)[0]
+
+    def store_item(
+        self, item: MemoryInput, *, vector: np.ndarray[Any, Any] | None = None
+    ) -> tuple[Node, bool]:
+        """Like :meth:`remember_item`, and whether this call created the node."""
         text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
         node_id, created = insert_node(self.conn, self.id, item, text)
         if created is None:  # an existing node keeps the vector of its own text
-            return self.node(node_id)
+            return self.node(node_id), False
         if vector is None:
             vector = self.namespace.vectors([item], [text])
         embedder = self.namespace.embedder
         cache.upsert_vectors(self.conn, self.id, embedder.name, [node_id], [text], vector)
-        return new_node(created, self.name)
+        return new_node(created, self.name), True
 
     def link(self, src: int, dst: int, **fields: Any) -> Edge:
         """See :meth:`memstore.namespace.Namespace.link`."""

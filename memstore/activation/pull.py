@@ -1,24 +1,26 @@
-"""The neighbourhood pull: one recursive CTE, read back as numpy arrays.
+"""The neighbourhood pull: one recursive CTE (``memstore.neighbourhood``), read as numpy arrays.
 
-The statement is composed once per (model) from the named fragments of
-``neighbourhood.sql``; every value travels as a bound parameter.
+Every value travels as a bound parameter; the query vector once, in binary.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
-from importlib.resources import files
 from typing import Any
 
 import numpy as np
 from psycopg import sql
 from sqlalchemy.engine import Connection
 
-from memstore.db.queries import named_queries
-
-FRAGMENTS = named_queries(files("memstore.activation").joinpath("neighbourhood.sql").read_text())
+# The statement lives in sql/05_neighbourhood.sql as memstore.neighbourhood(), a
+# PL/pgSQL function: its plan is cached per connection (planning it cost more
+# than running it).
+PULL = sql.SQL(
+    "SELECT * FROM memstore.neighbourhood(%(ns)s, %(seeds)s::bigint[], %(depth)s::int,"
+    " %(fanout)s::int, %(both)s::boolean, %(privacy)s::int, %(as_of)s::timestamptz,"
+    " %(vector)s::vector, %(model)s::text)"
+)
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
@@ -63,39 +65,6 @@ class Neighbourhood:
         return len(self.edge_id)
 
 
-def _fill(name: str, **values: sql.Composable) -> sql.Composed:
-    # Comment lines stay in the file for readers; the statement goes without them.
-    lines = [line for line in FRAGMENTS[name].splitlines() if not line.lstrip().startswith("--")]
-    return sql.SQL("\n".join(lines).strip()).format(**values)
-
-
-def _branch(*, reverse: bool) -> sql.Composed:
-    near, far = ("dst", "src") if reverse else ("src", "dst")
-    return _fill(
-        "branch",
-        near=sql.Identifier(near),
-        reverse=sql.Literal(reverse),
-        enabled=sql.SQL("%(both)s") if reverse else sql.SQL("true"),
-        current_far=_fill("current", node=sql.SQL(f"e.{far}")),
-        visible_far=_fill("visible", node=sql.SQL("fe.far")),
-        edge_ok=_fill("edge_ok"),
-    )
-
-
-@cache
-def neighbourhood_statement() -> sql.Composed:
-    """The whole pull, composed from ``neighbourhood.sql``."""
-    step = _fill("step", out_branch=_branch(reverse=False), in_branch=_branch(reverse=True))
-    return _fill(
-        "statement",
-        current_seed=_fill("current", node=sql.SQL("seed.id")),
-        visible_seed=_fill("visible", node=sql.SQL("c.id")),
-        versions_seed=_fill("versions", node=sql.SQL("s.id")),
-        versions_dst=_fill("versions", node=sql.SQL("x.dst")),
-        step=step,
-    )
-
-
 def _ints(values: list[Any] | None) -> IntArray:
     return np.asarray(values or [], dtype=np.int64)
 
@@ -136,7 +105,7 @@ def pull(
         "model": model,
     }
     with raw.cursor(binary=True) as cursor:
-        row = cursor.execute(neighbourhood_statement(), params).fetchone()
+        row = cursor.execute(PULL, params).fetchone()
         assert row is not None and cursor.description is not None
         found = dict(zip([c.name for c in cursor.description], row, strict=True))
     return Neighbourhood(

@@ -177,6 +177,22 @@ Index(
 )
 Index("ix_nodes_recorded", nodes.c.namespace_id, nodes.c.recorded_at)
 Index("ix_nodes_search", nodes.c.search, postgresql_using="gin")
+# Tiers (timeline, scratchpad, lessons, procedures, consolidation) are profiles
+# over nodes: find a tier's entry by key (label) or its newest entries.
+Index(
+    "ix_nodes_tier_label",
+    nodes.c.namespace_id,
+    nodes.c.tier,
+    nodes.c.label,
+    postgresql_where=text("tier IS NOT NULL"),
+)
+Index(
+    "ix_nodes_tier_observed",
+    nodes.c.namespace_id,
+    nodes.c.tier,
+    nodes.c.observed_at.desc(),
+    postgresql_where=text("tier IS NOT NULL"),
+)
 
 edges = Table(
     "edges",

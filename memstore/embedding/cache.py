@@ -242,3 +242,21 @@ def rebuild(
             progress(len(batch))
     ensure_index(engine, embedder.name, embedder.dims)
     return written
+
+
+def unfresh(
+    conn: Connection, namespace_id: int, model: str, node_ids: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """Of ``node_ids``, those without a ``model`` vector and those whose vector is stale."""
+    if not node_ids:
+        return [], []
+    e = embeddings
+    joined, fresh = _nodes_with_vectors(model)
+    rows = conn.execute(
+        sa.select(nodes.c.id, e.c.node_id.is_(None).label("missing"), fresh.label("fresh"))
+        .select_from(joined)
+        .where(nodes.c.namespace_id == namespace_id, nodes.c.id.in_(sorted(set(node_ids))))
+    ).all()
+    missing = [int(r.id) for r in rows if r.missing]
+    stale = [int(r.id) for r in rows if not r.missing and not r.fresh]
+    return missing, stale

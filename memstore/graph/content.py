@@ -20,9 +20,16 @@ def normalise(content: str) -> str:
     return _SPACE.sub(" ", unicodedata.normalize("NFC", content)).strip()
 
 
-def content_hash(content: str) -> bytes:
-    """sha256 of the normalised content: the idempotency key (with kind and node_type)."""
-    return hashlib.sha256(normalise(content).encode()).digest()
+def content_hash(content: str, dedupe_key: str | None = None) -> bytes:
+    """sha256 of the normalised content: the idempotency key (with kind and node_type).
+
+    A ``dedupe_key`` (e.g. a conversation turn's session and time) makes equal
+    content with a different key a different memory.
+    """
+    text = normalise(content)
+    if dedupe_key is not None:
+        text += "\x1f" + dedupe_key  # a separator no normalised content contains
+    return hashlib.sha256(text.encode()).digest()
 
 
 def source_hash(text: str) -> bytes:

@@ -45,7 +45,7 @@ def insert_node(
     Returns the id and, when this call created the node, its row (so the
     caller need not read it back).
     """
-    key = content_hash(content)
+    key = content_hash(content, item.dedupe_key)
     statement = (
         pg_insert(nodes)
         .values(namespace_id=namespace_id, content_hash=key, **row_values(item, content))
@@ -107,7 +107,7 @@ def copy_nodes(
         copy.set_types(types)
         for ordinal, (item, content) in enumerate(zip(items, contents, strict=True)):
             values = row_values(item, content)
-            row: list[Any] = [ordinal, content_hash(content)]
+            row: list[Any] = [ordinal, content_hash(content, item.dedupe_key)]
             row += [values[name] for name in INPUT_COLUMNS]
             if has_vectors:
                 assert vectors is not None

@@ -49,7 +49,7 @@ def test_the_wheel_ships_migrations_and_sql(wheel):
     assert "memstore/_resources/sql/04_versions.sql" in names
     # Named queries live beside the code that runs them.
     assert "memstore/recall/recall.sql" in names
-    assert "memstore/activation/neighbourhood.sql" in names
+    assert "memstore/_resources/sql/05_neighbourhood.sql" in names
     assert "memstore/activation/learning.sql" in names
 
 
@@ -104,4 +104,4 @@ def test_an_installed_wheel_migrates_a_fresh_database(wheel, make_database, tmp_
             "SELECT count(*) FROM pg_proc WHERE pronamespace = 'memstore'::regnamespace"
         ).fetchone()
     assert revision == (migrate.head_revision(),)
-    assert functions == (8,)
+    assert functions == (14,)

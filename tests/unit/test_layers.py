@@ -14,7 +14,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "memstore"
 
 # module (or package) -> memstore modules it must never import
-SERVICES = ("memstore.namespace", "memstore.tx", "memstore.store", "memstore.cli")
+SERVICES = (
+    "memstore.namespace",
+    "memstore.tx",
+    "memstore.tiers",
+    "memstore.store",
+    "memstore.cli",
+)
 CORE = ("memstore.graph", "memstore.recall", "memstore.embedding", "memstore.activation")
 FORBIDDEN = {
     "db": CORE + SERVICES,
@@ -24,6 +30,7 @@ FORBIDDEN = {
     "activation": SERVICES,
     "namespace": ("memstore.store", "memstore.cli"),
     "tx": ("memstore.store", "memstore.cli"),
+    "tiers": ("memstore.store", "memstore.cli"),
     "inputs": ("memstore.db", *CORE, *SERVICES),
     "store": ("memstore.cli",),
     "errors": ("memstore.",),

@@ -1,0 +1,432 @@
+"""The lessons tier: rules learned from experience, with a confidence that fades when unused.
+
+A lesson is a ``semantic`` node of type ``Lesson`` in tier ``lessons``: its
+content is the rule, ``source`` says where it was learned and ``confidence`` is
+its initial confidence. What experience teaches later lives in
+``memstore.node_state`` (times applied, current confidence), apart from the
+authored fact; a lesson's *effective* confidence is its current confidence
+when one was recorded, else its initial one. Removing, capping and decaying
+never delete: they tombstone, with a reason.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated, Any
+
+import numpy as np
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+from sqlalchemy.dialects.postgresql import REAL
+from sqlalchemy.engine import Connection
+
+from memstore.db.schema import embeddings, node_state, nodes
+from memstore.errors import InvalidInputError
+from memstore.graph.content import checked_content
+from memstore.graph.rows import node_columns, to_node
+from memstore.inputs import checked_reason, validated
+from memstore.models import Hit, MemoryInput, Node, Unit
+from memstore.tiers.common import (
+    LESSONS,
+    bump_state,
+    count_current,
+    is_current,
+    lock_key,
+    remember_fresh,
+    unit,
+)
+
+if TYPE_CHECKING:
+    from memstore.namespace import Namespace
+    from memstore.tx import NamespaceTransaction
+
+LESSON_TYPE = "Lesson"
+LESSON_KIND = "semantic"
+
+# Two rules are near-duplicates when their lower-cased word sets overlap this
+# much (Jaccard) ...
+JACCARD_DUPLICATE = 0.7
+# ... or when the embedder's vectors are this close (cosine). 0.9 is where a
+# sentence model such as MiniLM sees a paraphrase ("Park the car in the garage"
+# / "Leave the car in the garage"), while rules that merely share a topic stay
+# well below it. The hashing embedder only sees shared words and trigrams: with
+# it the word-overlap test does nearly all the work.
+COSINE_DUPLICATE = 0.9
+# Up to this many current lessons, add_if_new compares the rule with every one
+# of them (exact, and race-free under the tier's lock); above it, with the
+# hybrid-recall candidates within the tier.
+COMPARE_ALL_MAX = 5000
+RECALL_CANDIDATES = 20
+
+_WORD = re.compile(r"\w+")
+
+
+class Lesson(BaseModel):
+    """A current lesson with what experience taught about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: Node
+    confidence: float
+    """Effective confidence: the current one if recorded, else the node's initial one."""
+    times_applied: int
+
+    @property
+    def id(self) -> int:
+        """The lesson's node id."""
+        return self.node.id
+
+    @property
+    def rule(self) -> str:
+        """The rule (the node's content)."""
+        return self.node.content
+
+
+class DecayResult(BaseModel):
+    """What :meth:`Lessons.decay_unused` did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decayed: int
+    """Never-applied lessons whose confidence was multiplied (the retired included)."""
+    retired: list[int]
+    """Ids of those that fell below the minimum and were tombstoned."""
+
+
+class LessonInput(BaseModel):
+    """What :meth:`Lessons.add` accepts (the rule's size is checked against the settings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str
+    source: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+    confidence: Unit
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _not_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("confidence must be a number from 0 to 1")
+        return value
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased word set Jaccard compares.
+
+    >>> sorted(words("Test, then test again!"))
+    ['again', 'test', 'then']
+    """
+    return set(_WORD.findall(text.lower()))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Shared words over all words, |a & b| / |a | b| (0 for two empty sets).
+
+    >>> jaccard({"a", "b"}, {"b", "c"})
+    0.3333333333333333
+    """
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+class Lessons:
+    """Rules learned from experience: ``ns.lessons``.
+
+    >>> rule = ns.lessons.add("Run the tests before committing",   # doctest: +SKIP
+    ...                       source="retro 2026-05-01", confidence=0.7)
+    >>> ns.lessons.record_applied(rule.id).times_applied         # doctest: +SKIP
+    1
+    """
+
+    def __init__(self, ns: Namespace):
+        self.ns = ns
+
+    # --- writing ----------------------------------------------------------------
+
+    def add(self, rule: str, *, source: str, confidence: float) -> Node:
+        """Store a lesson; returns its node.
+
+        Adding the rule of a current lesson again returns that lesson
+        (ingest is idempotent); a removed lesson's rule is stored anew.
+        Raises :class:`~memstore.errors.InvalidInputError` for an empty rule,
+        a missing source or a confidence outside [0, 1].
+        """
+        item, vector = self._prepared(rule, source, confidence)
+        with self.ns.transaction() as tx:
+            return remember_fresh(tx, item, vector=vector)
+
+    def add_if_new(self, rule: str, *, source: str, confidence: float) -> Node:
+        """The current lesson that ``rule`` nearly duplicates, else a new lesson.
+
+        Near-duplicate: word-overlap Jaccard ≥ :data:`JACCARD_DUPLICATE` or
+        cosine similarity ≥ :data:`COSINE_DUPLICATE` (the most similar wins).
+        Forgotten lessons do not count. Concurrent calls are serialised, so two
+        near-duplicates added at once are stored once.
+        """
+        item, vector = self._prepared(rule, source, confidence)
+        candidates = self._recall_candidates(item.content)
+        with self.ns.transaction() as tx:
+            lock_key(tx, LESSONS)
+            existing = self._duplicate(tx.conn, item.content, vector[0], candidates)
+            if existing is not None:
+                return existing
+            return remember_fresh(tx, item, vector=vector)
+
+    def remove(self, lesson_id: int, *, reason: str = "removed") -> Node:
+        """Tombstone a current lesson (hidden, never deleted); returns it, now tombstoned."""
+        reason = checked_reason(reason)
+        with self.ns.transaction() as tx:
+            lock_key(tx, LESSONS)
+            self._current_lesson(tx, lesson_id)
+            tx.forget(lesson_id, reason=reason)
+            return tx.node(lesson_id)
+
+    def record_applied(self, lesson_id: int) -> Lesson:
+        """Count one application of a current lesson; returns it with the new count.
+
+        An applied lesson no longer decays (:meth:`decay_unused`).
+        """
+        with self.ns.transaction() as tx:
+            node = self._current_lesson(tx, lesson_id)
+            state = bump_state(tx.conn, tx.id, node.id, applied=1)
+            confidence = state["current_confidence"]
+            return Lesson(
+                node=node,
+                confidence=node.confidence if confidence is None else float(confidence),
+                times_applied=int(state["times_applied"]),
+            )
+
+    def enforce_cap(self, max_lessons: int) -> list[int]:
+        """Keep at most ``max_lessons`` current lessons; tombstone the weakest; returns their ids.
+
+        Weakest: lowest effective confidence, then fewest applications, then
+        oldest. Each tombstone's reason names the cap.
+        """
+        if isinstance(max_lessons, bool) or not isinstance(max_lessons, int) or max_lessons < 0:
+            raise InvalidInputError(
+                "max_lessons must be a non-negative integer", field="max_lessons"
+            )
+        with self.ns.transaction() as tx:
+            lock_key(tx, LESSONS)
+            weakest = self._lessons(tx.conn)[max_lessons:]
+            for lesson in weakest:
+                tx.forget(
+                    lesson.id,
+                    reason=(
+                        f"lesson cap of {max_lessons} exceeded: retired as one of the weakest"
+                        f" (confidence {lesson.confidence:.3f},"
+                        f" applied {lesson.times_applied} times)"
+                    ),
+                )
+            return [lesson.id for lesson in weakest]
+
+    def decay_unused(self, factor: float, min_confidence: float) -> DecayResult:
+        """Multiply the confidence of never-applied lessons by ``factor``; retire the faint.
+
+        The new value is recorded as the lesson's current confidence; a lesson
+        that falls below ``min_confidence`` is tombstoned with a reason. Both
+        arguments are numbers from 0 to 1. One transaction: all or nothing.
+        """
+        factor = unit(factor, "factor")
+        min_confidence = unit(min_confidence, "min_confidence")
+        with self.ns.transaction() as tx:
+            lock_key(tx, LESSONS)
+            unused = self._lessons(
+                tx.conn, where=sa.func.coalesce(node_state.c.times_applied, 0) == 0
+            )
+            retired: list[int] = []
+            for lesson in unused:
+                # Compared as stored (REAL), so what a reader sees agrees with the verdict.
+                lowered = float(np.float32(lesson.confidence * factor))
+                bump_state(tx.conn, tx.id, lesson.id, confidence=lowered)
+                if lowered < float(np.float32(min_confidence)):
+                    tx.forget(
+                        lesson.id,
+                        reason=(
+                            f"unused lesson decayed to confidence {lowered:.3f},"
+                            f" below the minimum {min_confidence:.3f}"
+                        ),
+                    )
+                    retired.append(lesson.id)
+            return DecayResult(decayed=len(unused), retired=retired)
+
+    # --- reading ----------------------------------------------------------------
+
+    def get(self, lesson_id: int) -> Lesson:
+        """A current lesson with its effective confidence and applications."""
+        with self.ns.transaction() as tx:
+            self._current_lesson(tx, lesson_id)
+            return self._lessons(tx.conn, where=nodes.c.id == lesson_id)[0]
+
+    def all(self) -> list[Lesson]:
+        """Every current lesson, strongest first."""
+        with self.ns.transaction() as tx:
+            return self._lessons(tx.conn)
+
+    def count(self) -> int:
+        """How many current lessons there are."""
+        with self.ns.transaction() as tx:
+            return count_current(tx.conn, self.ns, LESSONS)
+
+    def high_confidence(self, threshold: float = 0.8) -> list[Lesson]:
+        """Current lessons whose effective confidence is at least ``threshold``, strongest first."""
+        threshold = unit(threshold, "threshold")
+        with self.ns.transaction() as tx:
+            # Confidences are REAL: compare in REAL, or a 0.7 lesson would miss threshold 0.7.
+            floor = sa.cast(threshold, REAL)
+            return self._lessons(tx.conn, where=_effective_confidence() >= floor)
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        """The ``limit`` current lessons most relevant to ``query`` (hybrid recall), best first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer from 1 to 1000", field="limit")
+        return self.ns.recall(query, k=limit, tiers=[LESSONS], node_types=[LESSON_TYPE])
+
+    def find_duplicate(self, rule: str) -> Node | None:
+        """The current lesson ``rule`` nearly duplicates (see :meth:`add_if_new`), if any."""
+        text = checked_content(rule, limit=self.ns.settings.max_content_bytes, field="rule")
+        vector = self.ns.embedder.embed([text])[0]
+        candidates = self._recall_candidates(text)
+        with self.ns.transaction() as tx:
+            return self._duplicate(tx.conn, text, vector, candidates)
+
+    # --- helpers ----------------------------------------------------------------
+
+    def _prepared(
+        self, rule: str, source: str, confidence: float
+    ) -> tuple[MemoryInput, np.ndarray[Any, Any]]:
+        """The lesson's node input and its vector, computed before any transaction opens."""
+        lesson = validated(LessonInput, rule=rule, source=source, confidence=confidence)
+        text = checked_content(lesson.rule, limit=self.ns.settings.max_content_bytes, field="rule")
+        item = validated(
+            MemoryInput,
+            content=text,
+            kind=LESSON_KIND,
+            node_type=LESSON_TYPE,
+            tier=LESSONS,
+            source=lesson.source,
+            confidence=lesson.confidence,
+        )
+        return item, self.ns.vectors([item], [text])
+
+    def _recall_candidates(self, rule: str) -> list[int] | None:
+        """Ids to compare a rule with; None means every current lesson."""
+        if self.count() <= COMPARE_ALL_MAX:
+            return None
+        hits = self.ns.recall(rule, k=RECALL_CANDIDATES, tiers=[LESSONS], node_types=[LESSON_TYPE])
+        return [hit.node.id for hit in hits]
+
+    def _duplicate(
+        self,
+        conn: Connection,
+        rule: str,
+        vector: np.ndarray[Any, Any],
+        candidates: list[int] | None,
+    ) -> Node | None:
+        """The most similar current lesson that counts as a near-duplicate of ``rule``."""
+        similarity: sa.ColumnElement[Any] = sa.null()
+        if vector.any():  # a rule of only punctuation has no direction to compare
+            similarity = 1 - embeddings.c.embedding.cosine_distance(vector)
+        query = (
+            sa.select(*node_columns(nodes, self.ns.id), similarity.label("similarity"))
+            .select_from(
+                nodes.outerjoin(
+                    embeddings,
+                    sa.and_(
+                        embeddings.c.namespace_id == self.ns.id,
+                        embeddings.c.node_id == nodes.c.id,
+                        embeddings.c.model == self.ns.embedder.name,
+                    ),
+                )
+            )
+            .where(
+                nodes.c.namespace_id == self.ns.id,
+                nodes.c.tier == LESSONS,
+                nodes.c.node_type == LESSON_TYPE,
+                is_current(self.ns.id),
+            )
+        )
+        if candidates is not None:
+            query = query.where(nodes.c.id.in_(candidates))
+        rule_words = words(rule)
+        best: tuple[float, Node] | None = None
+        for row in conn.execute(query).mappings():
+            overlap = jaccard(rule_words, words(row["content"]))
+            cosine = float(row["similarity"]) if row["similarity"] is not None else 0.0
+            if overlap < JACCARD_DUPLICATE and cosine < COSINE_DUPLICATE:
+                continue
+            score = max(overlap, cosine)
+            if best is None or score > best[0]:
+                best = (score, to_node(row, self.ns.name))
+        return best[1] if best is not None else None
+
+    def _current_lesson(self, tx: NamespaceTransaction, lesson_id: int) -> Node:
+        """The node if it is a current lesson; otherwise the error that says why not."""
+        node = tx.current(lesson_id)
+        if node.tier != LESSONS or node.node_type != LESSON_TYPE:
+            raise InvalidInputError(f"node {lesson_id} is not a lesson", field="lesson_id")
+        return node
+
+    def _lessons(
+        self, conn: Connection, *, where: sa.ColumnElement[bool] | None = None
+    ) -> list[Lesson]:
+        """Current lessons with their learned state, strongest first.
+
+        Strongest: highest effective confidence, then most applications, then newest.
+        """
+        applied = sa.func.coalesce(node_state.c.times_applied, 0)
+        query = (
+            sa.select(
+                *node_columns(nodes, self.ns.id),
+                _effective_confidence().label("effective"),
+                applied.label("applied"),
+            )
+            .select_from(
+                nodes.outerjoin(
+                    node_state,
+                    sa.and_(
+                        node_state.c.namespace_id == self.ns.id,
+                        node_state.c.node_id == nodes.c.id,
+                    ),
+                )
+            )
+            .where(
+                nodes.c.namespace_id == self.ns.id,
+                nodes.c.tier == LESSONS,
+                nodes.c.node_type == LESSON_TYPE,
+                is_current(self.ns.id),
+            )
+            .order_by(
+                _effective_confidence().desc(),
+                applied.desc(),
+                nodes.c.recorded_at.desc(),
+                nodes.c.id.desc(),
+            )
+        )
+        if where is not None:
+            query = query.where(where)
+        return [
+            Lesson(
+                node=to_node(row, self.ns.name),
+                confidence=float(row["effective"]),
+                times_applied=int(row["applied"]),
+            )
+            for row in conn.execute(query).mappings()
+        ]
+
+
+def _effective_confidence() -> sa.ColumnElement[float]:
+    """The current confidence when one was recorded, else the node's initial confidence."""
+    return sa.func.coalesce(node_state.c.current_confidence, nodes.c.confidence)
+
+
+__all__ = [
+    "COSINE_DUPLICATE",
+    "JACCARD_DUPLICATE",
+    "DecayResult",
+    "Lesson",
+    "LessonInput",
+    "Lessons",
+    "jaccard",
+    "words",
+]

@@ -1,0 +1,368 @@
+"""The procedures tier: named skills as versioned step lists.
+
+A procedure is a ``procedural`` node of type ``Procedure`` in tier
+``procedures`` whose label is its name (compared exactly) and whose data holds
+``{"name", "description", "steps": [{"tool", "purpose", "instruction"}, ...]}``.
+Its content is a readable rendering of the same, so recall finds a procedure by
+what it does. Refining writes a new version and links the old one to it
+(supersession), so every earlier version stays readable. How often a version
+was applied and succeeded is learned state in ``memstore.node_state``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import numpy as np
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from memstore.db.schema import node_state, nodes
+from memstore.errors import InvalidInputError, ProcedureNotFoundError
+from memstore.graph.content import checked_content
+from memstore.inputs import checked_reason, validated
+from memstore.models import MemoryInput, Node
+from memstore.tiers.common import (
+    PROCEDURES,
+    bump_state,
+    current_entries,
+    lock_key,
+    remember_fresh,
+)
+
+if TYPE_CHECKING:
+    from memstore.namespace import Namespace
+    from memstore.tx import NamespaceTransaction
+
+PROCEDURE_TYPE = "Procedure"
+PROCEDURE_KIND = "procedural"
+MAX_STEPS = 100
+NAME_MAX = 200
+
+
+Tool = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Purpose = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+Instruction = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)
+]
+
+
+def _no_nul(value: Any) -> Any:
+    # jsonb cannot hold U+0000: refuse it here rather than as a database error.
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+class ProcedureStep(BaseModel):
+    """One step of a procedure: which tool, why, and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: Tool
+    purpose: Purpose
+    instruction: Instruction
+
+    _checked = field_validator("tool", "purpose", "instruction", mode="before")(_no_nul)
+
+
+class ProcedureInput(BaseModel):
+    """What :meth:`Procedures.add` accepts; names are kept and compared exactly."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+    description: Instruction
+    steps: Annotated[list[ProcedureStep], Field(min_length=1, max_length=MAX_STEPS)]
+
+    _checked = field_validator("description", mode="before")(_no_nul)
+
+    @field_validator("name")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a procedure name must not be blank")
+        return value
+
+    def data(self) -> dict[str, Any]:
+        """The node's ``data``: name, description and steps."""
+        return self.model_dump(mode="json")
+
+    def render(self) -> str:
+        """The node's content: what recall indexes and a reader sees.
+
+        >>> ProcedureInput(name="release", description="Ship a version.", steps=[
+        ...     {"tool": "git", "purpose": "tag it", "instruction": "git tag v1"}]).render()
+        'Procedure: release\\nShip a version.\\nSteps:\\n1. tag it (tool: git): git tag v1'
+        """
+        lines = [f"Procedure: {self.name}", self.description, "Steps:"]
+        lines += [
+            f"{number}. {step.purpose} (tool: {step.tool}): {step.instruction}"
+            for number, step in enumerate(self.steps, start=1)
+        ]
+        return "\n".join(lines)
+
+
+class ProcedureStats(BaseModel):
+    """How often one version of a procedure was applied, and how often it worked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node_id: int
+    name: str
+    times_applied: int
+    success_count: int
+
+
+def steps_of(node: Node) -> list[ProcedureStep]:
+    """A procedure node's steps, typed."""
+    return [ProcedureStep.model_validate(step) for step in node.data.get("steps", [])]
+
+
+class Procedures:
+    """Named skills as versioned step lists: ``ns.procedures``.
+
+    >>> ns.procedures.add("release", description="Ship a version.", steps=[  # doctest: +SKIP
+    ...     {"tool": "git", "purpose": "tag it", "instruction": "git tag v1"}])
+    >>> ns.procedures.refine("release", [...])                    # doctest: +SKIP
+    >>> [v.status for v in ns.procedures.versions("release")]     # doctest: +SKIP
+    [<NodeStatus.SUPERSEDED: 'superseded'>, <NodeStatus.CURRENT: 'current'>]
+    """
+
+    def __init__(self, ns: Namespace):
+        self.ns = ns
+
+    # --- writing ----------------------------------------------------------------
+
+    def add(
+        self, name: str, *, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]
+    ) -> Node:
+        """Store a new procedure; returns its node.
+
+        ``steps``: ``{"tool", "purpose", "instruction"}`` mappings or
+        :class:`ProcedureStep` values, 1 to :data:`MAX_STEPS` of them. Raises
+        :class:`~memstore.errors.InvalidInputError` if a current procedure
+        already has this name (refine it, or use :meth:`add_if_new`).
+        """
+        item, vector = self._prepared(name, description, steps)
+        with self.ns.transaction() as tx:
+            lock_key(tx, "procedure", name)
+            existing = self._by_name(tx, name)
+            if existing is not None:
+                raise InvalidInputError(
+                    f"a procedure named {name!r} already exists (node {existing.id}):"
+                    " refine it, or use add_if_new",
+                    field="name",
+                )
+            return remember_fresh(tx, item, vector=vector)
+
+    def add_if_new(
+        self, name: str, *, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]
+    ) -> Node:
+        """The current procedure with this name if there is one, else a new one."""
+        item, vector = self._prepared(name, description, steps)
+        with self.ns.transaction() as tx:
+            lock_key(tx, "procedure", name)
+            existing = self._by_name(tx, name)
+            return existing if existing is not None else remember_fresh(tx, item, vector=vector)
+
+    def refine(
+        self,
+        name_or_id: str | int,
+        steps: Sequence[ProcedureStep | Mapping[str, Any]],
+        *,
+        description: str | None = None,
+        reason: str = "refined",
+    ) -> Node:
+        """Write a new version of a current procedure; returns it.
+
+        The old version is superseded, never changed. ``description`` defaults
+        to the current one. A refinement identical to the current version is
+        refused; one equal to an earlier version is a new version all the same.
+        An id must name the current version (else
+        :class:`~memstore.errors.NodeSupersededError` names it).
+        """
+        reason = checked_reason(reason)
+        with self.ns.transaction() as tx:
+            old = self._locked_current(tx, name_or_id)
+            procedure = validated(
+                ProcedureInput,
+                name=old.label,
+                description=old.data.get("description") if description is None else description,
+                steps=steps,
+            )
+            if procedure.data() == old.data:
+                raise InvalidInputError(
+                    f"the refinement of procedure {old.label!r} is identical to its current"
+                    f" version (node {old.id})",
+                    field="steps",
+                )
+            # The key names the version it replaces: steps may return to an
+            # earlier version's, which must still be a new node.
+            return tx.revise(
+                old.id,
+                procedure.render(),
+                reason=reason,
+                data=procedure.data(),
+                dedupe_key=f"procedure:{old.id}",
+            )
+
+    def remove(self, name_or_id: str | int, *, reason: str = "removed") -> Node:
+        """Tombstone the current version of a procedure; returns it, now tombstoned.
+
+        Its earlier versions stay readable through :meth:`versions` by id.
+        """
+        reason = checked_reason(reason)
+        with self.ns.transaction() as tx:
+            node = self._locked_current(tx, name_or_id)
+            tx.forget(node.id, reason=reason)
+            return tx.node(node.id)
+
+    def record_success(self, name_or_id: str | int, *, success: bool = True) -> ProcedureStats:
+        """Count one application of the current version, and one success if ``success``.
+
+        Counts belong to a version: a refined procedure starts its own record.
+        """
+        if not isinstance(success, bool):
+            raise InvalidInputError("success must be True or False", field="success")
+        with self.ns.transaction() as tx:
+            node = self._current(tx, name_or_id)
+            state = bump_state(tx.conn, tx.id, node.id, applied=1, successes=int(success))
+            return ProcedureStats(
+                node_id=node.id,
+                name=node.label or "",
+                times_applied=int(state["times_applied"]),
+                success_count=int(state["success_count"]),
+            )
+
+    # --- reading ----------------------------------------------------------------
+
+    def find_by_name(self, name: str) -> Node | None:
+        """The current procedure with exactly this name, if any."""
+        if not isinstance(name, str):
+            raise InvalidInputError("a procedure name must be text", field="name")
+        with self.ns.transaction() as tx:
+            return self._by_name(tx, name)
+
+    def all(self) -> list[Node]:
+        """Every current procedure, by name."""
+        with self.ns.transaction() as tx:
+            found = current_entries(
+                tx.conn, self.ns, PROCEDURES, where=nodes.c.node_type == PROCEDURE_TYPE
+            )
+        return sorted(found, key=lambda node: (node.label or "", node.id))
+
+    def versions(self, name_or_id: str | int) -> list[Node]:
+        """Every version of a procedure, oldest first, ending with the current one.
+
+        A name finds its current procedure; an id may name any version.
+        """
+        with self.ns.transaction() as tx:
+            if isinstance(name_or_id, str):
+                return tx.lineage(self._named(tx, name_or_id).id)
+            return tx.lineage(self._procedure(tx.node(self._id(name_or_id))).id)
+
+    def stats(self, name_or_id: str | int) -> ProcedureStats:
+        """Applications and successes of the current version."""
+        with self.ns.transaction() as tx:
+            node = self._current(tx, name_or_id)
+            row = tx.conn.execute(
+                sa.select(node_state.c.times_applied, node_state.c.success_count).where(
+                    node_state.c.namespace_id == tx.id, node_state.c.node_id == node.id
+                )
+            ).first()
+            applied, successes = (row.times_applied, row.success_count) if row else (0, 0)
+            return ProcedureStats(
+                node_id=node.id,
+                name=node.label or "",
+                times_applied=int(applied),
+                success_count=int(successes),
+            )
+
+    @staticmethod
+    def steps(node: Node) -> list[ProcedureStep]:
+        """A procedure node's steps, typed (see :func:`steps_of`)."""
+        return steps_of(node)
+
+    # --- helpers ----------------------------------------------------------------
+
+    def _prepared(
+        self, name: str, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]
+    ) -> tuple[MemoryInput, np.ndarray[Any, Any]]:
+        """A new procedure's node input and vector, computed before the name's lock is taken."""
+        procedure = validated(ProcedureInput, name=name, description=description, steps=steps)
+        text = checked_content(procedure.render(), limit=self.ns.settings.max_content_bytes)
+        item = validated(
+            MemoryInput,
+            content=text,
+            kind=PROCEDURE_KIND,
+            node_type=PROCEDURE_TYPE,
+            tier=PROCEDURES,
+            label=procedure.name,
+            data=procedure.data(),
+        )
+        return item, self.ns.vectors([item], [text])
+
+    def _by_name(self, tx: NamespaceTransaction, name: str) -> Node | None:
+        found = current_entries(
+            tx.conn,
+            self.ns,
+            PROCEDURES,
+            label=name,
+            where=nodes.c.node_type == PROCEDURE_TYPE,
+            limit=1,
+        )
+        return found[0] if found else None
+
+    def _named(self, tx: NamespaceTransaction, name: str) -> Node:
+        node = self._by_name(tx, name)
+        if node is None:
+            raise ProcedureNotFoundError(
+                f"no current procedure is named {name!r} in namespace {self.ns.name!r}",
+                namespace=self.ns.name,
+                name=name,
+            )
+        return node
+
+    def _current(self, tx: NamespaceTransaction, name_or_id: str | int) -> Node:
+        """The current procedure a name or id stands for, or the error that says why not."""
+        if isinstance(name_or_id, str):
+            return self._named(tx, name_or_id)
+        return self._procedure(tx.current(self._id(name_or_id)))
+
+    def _locked_current(self, tx: NamespaceTransaction, name_or_id: str | int) -> Node:
+        """:meth:`_current`, read again once the procedure's name is locked.
+
+        A concurrent refinement may supersede the version while this one waits
+        for the lock; reading it again finds the new version (by name) or
+        refuses the stale id.
+        """
+        node = self._current(tx, name_or_id)
+        lock_key(tx, "procedure", node.label or "")
+        return self._current(tx, name_or_id)
+
+    @staticmethod
+    def _id(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInputError(
+                "name_or_id must be a procedure's name (text) or node id", field="name_or_id"
+            )
+        return value
+
+    @staticmethod
+    def _procedure(node: Node) -> Node:
+        if node.tier != PROCEDURES or node.node_type != PROCEDURE_TYPE:
+            raise InvalidInputError(f"node {node.id} is not a procedure", field="name_or_id")
+        return node
+
+
+__all__ = [
+    "MAX_STEPS",
+    "ProcedureInput",
+    "ProcedureNotFoundError",
+    "ProcedureStats",
+    "ProcedureStep",
+    "Procedures",
+    "steps_of",
+]

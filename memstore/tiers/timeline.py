@@ -1,0 +1,106 @@
+"""The timeline: conversation turns, each linked to the previous turn of its session."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import sqlalchemy as sa
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from memstore.db.schema import nodes
+from memstore.errors import InvalidInputError
+from memstore.graph.content import checked_content
+from memstore.inputs import validated
+from memstore.models import Hit, MemoryInput, Node
+from memstore.tiers.common import TIMELINE, count_current, current_entries, lock_key, now
+
+if TYPE_CHECKING:
+    from memstore.namespace import Namespace
+
+TURN = "Turn"
+# How strongly a turn calls up the next one (and, followed backwards, the one before).
+NEXT_WEIGHT = 0.8
+
+
+class TurnInput(BaseModel):
+    """What :meth:`Timeline.ingest_turn` accepts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Annotated[str, Field(min_length=1, max_length=100)]
+    content: str
+    session_id: Annotated[str, Field(min_length=1, max_length=200)]
+    at: AwareDatetime | None = None
+
+
+class Timeline:
+    """``ns.timeline``: episodic turns (node type ``Turn``, tier ``timeline``).
+
+    A turn is stored as ``"role: content"`` (the speaker in the indexed text
+    helps recall), with the session in ``scope``, the role in ``actor`` and the
+    time in ``observed_at``; a ``next`` edge joins it to the previous turn of
+    its session. The same turn (role, content, session, time) ingested again is
+    the same node.
+    """
+
+    def __init__(self, ns: Namespace):
+        self.ns = ns
+
+    def ingest_turn(
+        self, role: str, content: str, session_id: str, *, at: datetime | None = None
+    ) -> Node:
+        """Append a turn to its session (``at`` defaults to now); returns its node."""
+        turn = validated(TurnInput, role=role, content=content, session_id=session_id, at=at)
+        text = checked_content(turn.content, limit=self.ns.settings.max_content_bytes)
+        with self.ns.transaction() as tx:
+            lock_key(tx, TIMELINE, turn.session_id)
+            moment = turn.at or now(tx.conn)
+            previous = current_entries(
+                tx.conn,
+                self.ns,
+                TIMELINE,
+                where=sa.and_(
+                    nodes.c.scope == turn.session_id,
+                    nodes.c.node_type == TURN,
+                    nodes.c.observed_at <= moment,
+                ),
+                limit=1,
+            )
+            node, created = tx.store_item(
+                validated(
+                    MemoryInput,
+                    content=f"{turn.role}: {text}",
+                    kind="episodic",
+                    node_type=TURN,
+                    tier=TIMELINE,
+                    actor=turn.role[:200],
+                    scope=turn.session_id,
+                    observed_at=moment,
+                    data={"role": turn.role, "session_id": turn.session_id},
+                    dedupe_key=f"turn\x1f{turn.session_id}\x1f{moment.isoformat()}",
+                )
+            )
+            if created and previous:
+                # A late turn links to its predecessor; the turn after it keeps its link.
+                tx.link(previous[0].id, node.id, relation="next", weight=NEXT_WEIGHT)
+            return node
+
+    def recent(self, n: int = 20, *, session_id: str | None = None) -> list[Node]:
+        """The ``n`` newest turns (of one session, or of all), newest first."""
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10_000:
+            raise InvalidInputError("n must be an integer from 1 to 10000", field="n")
+        where = nodes.c.node_type == TURN
+        if session_id is not None:
+            where = sa.and_(where, nodes.c.scope == session_id)
+        with self.ns.transaction() as tx:
+            return current_entries(tx.conn, self.ns, TIMELINE, where=where, limit=n)
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        """Turns relevant to ``query`` (hybrid: full text and semantic)."""
+        return self.ns.recall(query, k=limit, tiers=[TIMELINE])
+
+    def entry_count(self) -> int:
+        """Current turns in the timeline."""
+        with self.ns.transaction() as tx:
+            return count_current(tx.conn, self.ns, TIMELINE)
