@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstore.cli import activation, memory
+from memstore.cli import activation, memory, tiers
 from memstore.cli.common import app, err, open_store, out, print_json, settings_of
 from memstore.cli.db import db_app
 from memstore.cli.demo import run_demo
@@ -22,6 +22,7 @@ from memstore.models import StoreStatus
 app.add_typer(db_app, name="db")
 memory.register(app)
 activation.register(app)
+tiers.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:
@@ -37,10 +38,18 @@ def _print_status(status: StoreStatus) -> None:
 @app.command()
 def status(
     ctx: typer.Context,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", help="Summarise this namespace instead of the store."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
 ) -> None:
-    """Show the server, the schema revision and the row count of every table."""
+    """Show the server, schema revision and row counts; with -n, one namespace's tiers."""
     with open_store(ctx) as store:
+        if namespace is not None:
+            summary = store.namespace(namespace).summary()
+            print_json(summary) if as_json else print(summary.text())
+            return
         result = store.status()
     if as_json:
         print_json(result)

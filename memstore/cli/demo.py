@@ -35,16 +35,12 @@ def run_demo(store: MemoryStore, console: Console) -> None:
     """Remember the conversation (idempotently: reruns add nothing) and answer questions."""
     ns = store.namespace("demo")
     start = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-    items = [
-        {
-            "content": f"{speaker}: {text}",
-            "actor": speaker,
-            "source": f"chat:demo#{i}",
-            "observed_at": start + timedelta(minutes=i),
-        }
+    # The conversation goes into the timeline: one turn each, chained by `next`
+    # edges; with fixed times a rerun finds the same turns.
+    ids = [
+        ns.timeline.ingest_turn(speaker, text, "demo-chat", at=start + timedelta(minutes=i)).id
         for i, (speaker, text) in enumerate(CONVERSATION)
     ]
-    ids = ns.remember_many(items)
     allergy = ns.remember(
         "Maya is allergic to peanuts",
         kind="semantic",
@@ -68,10 +64,13 @@ def run_demo(store: MemoryStore, console: Console) -> None:
                 "" if hit.parts.similarity is None else f"{hit.parts.similarity:.2f}",
                 f"{hit.parts.lexical:.2f}" if hit.parts.lexical else "",
                 node.content,
-                f"{node.source} {node.observed_at:%H:%M}" if node.observed_at else node.source,
+                f"{node.scope or node.source} {node.observed_at:%H:%M}"
+                if node.observed_at
+                else node.source,
             )
         console.print(table)
     show_activation(ns, console, allergy)
+    show_context(ns, console)
 
 
 def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
@@ -110,3 +109,25 @@ def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
             "yes" if item.node.id in recalled else "no: reached through an edge",
         )
     console.print(table)
+
+
+def show_context(ns: Namespace, console: Console) -> None:
+    """End with the context packet a scripted agent would put into its prompt."""
+    ns.scratchpad.pin("home city", "Lisbon")
+    ns.scratchpad.pin("diet", "no peanuts")
+    ns.lessons.add_if_new(
+        "Check dietary restrictions before booking a restaurant",
+        source="retro 2026-11",
+        confidence=0.9,
+    )
+    ns.procedures.add_if_new(
+        "book-restaurant",
+        description="Book a restaurant for a group",
+        steps=[
+            {"tool": "search", "purpose": "find places", "instruction": "near the office"},
+            {"tool": "calendar", "purpose": "pick a time", "instruction": "after 19:00"},
+        ],
+    )
+    packet = ns.recall_context(ACTIVATION_QUESTION, budget_tokens=600)
+    console.rule(f"context packet ({packet.tokens_used} of {packet.budget_tokens} tokens)")
+    console.print(packet.render(), markup=False, highlight=False)

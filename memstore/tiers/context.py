@@ -282,14 +282,13 @@ def gather(
                 params=ActivationParams(),
             )
             for item in activated.working_memory:
-                if item.seed:
-                    if item.node.tier is None:  # a plain memory recall found: it belongs here
-                        rank = relevance[item.node.id][1]
-                        graph.append((item.node, item.score, f"recall rank {rank}"))
-                    continue
-                via = " → ".join(s.relation or "" for s in item.path[1:])
-                reason = f"activated from #{item.path[0].node_id} via {via}"
-                graph.append((item.node, item.score, reason))
+                if len(item.path) > 1:  # its strongest activation came through edges
+                    via = " → ".join(s.relation or "" for s in item.path[1:])
+                    reason = f"activated from #{item.path[0].node_id} via {via}"
+                    graph.append((item.node, item.score, reason))
+                elif item.node.tier is None:  # a plain memory recall found: it belongs here
+                    rank = relevance[item.node.id][1]
+                    graph.append((item.node, item.score, f"recall rank {rank}"))
             graph.sort(key=lambda entry: -entry[1])
         candidates["graph"] = graph
         timings["activation"] = _ms(started)

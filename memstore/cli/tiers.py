@@ -1,0 +1,211 @@
+"""Tier commands: context packets, pins, lessons and procedures (docs/tiers.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
+from memstore.errors import InvalidInputError
+
+lessons_app = typer.Typer(help="Lessons: rules learned from experience.", no_args_is_help=True)
+procedures_app = typer.Typer(help="Procedures: named, versioned skills.", no_args_is_help=True)
+
+
+def context(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the agent is about to do.")],
+    namespace: NamespaceOption = "default",
+    budget: Annotated[int, typer.Option(help="Token budget of the packet.")] = 2000,
+    session: Annotated[str | None, typer.Option(help="Recent turns of this session.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the token-budgeted context packet for a query (prompt-ready text, or --json)."""
+    with open_store(ctx) as store:
+        packet = store.namespace(namespace).recall_context(
+            query, budget_tokens=budget, session_id=session
+        )
+    if as_json:
+        print_json(packet)
+    else:
+        print(packet.render())
+        out.print(f"[dim]{packet.tokens_used} of {packet.budget_tokens} tokens[/dim]")
+
+
+def pin(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="The fact's key.")],
+    value: Annotated[str, typer.Argument(help="Its value (replaces the current one).")],
+    namespace: NamespaceOption = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Pin a fact to the scratchpad; pinning a key again keeps the old value as history."""
+    with open_store(ctx) as store:
+        node = store.namespace(namespace).scratchpad.pin(key, value)
+    print_json(node) if as_json else out.print(f"pinned {key!r} (node {node.id})")
+
+
+def unpin(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="The fact's key.")],
+    namespace: NamespaceOption = "default",
+    reason: Annotated[str, typer.Option(help="Why (kept with the tombstone).")] = "unpinned",
+) -> None:
+    """Retire a pinned fact (a tombstone: its history stays)."""
+    with open_store(ctx) as store:
+        store.namespace(namespace).scratchpad.unpin(key, reason=reason)
+    out.print(f"unpinned {key!r}")
+
+
+def pins(
+    ctx: typer.Context, namespace: NamespaceOption = "default", as_json: JsonOption = False
+) -> None:
+    """List the pinned facts."""
+    with open_store(ctx) as store:
+        found = store.namespace(namespace).scratchpad.all()
+    if as_json:
+        print_json(found)
+        return
+    table = Table("key", "value", "id", "since")
+    for node in found:
+        table.add_row(
+            node.label or "",
+            str(node.data.get("value", "")),
+            str(node.id),
+            f"{node.recorded_at:%Y-%m-%d %H:%M}",
+        )
+    out.print(table)
+
+
+@lessons_app.command("add")
+def lessons_add(
+    ctx: typer.Context,
+    rule: Annotated[str, typer.Argument(help="The lesson.")],
+    source: Annotated[str, typer.Option(help="Where it was learned.")],
+    confidence: Annotated[float, typer.Option(help="0 to 1.")] = 0.5,
+    namespace: NamespaceOption = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Add a lesson unless a near-duplicate exists (then show that one)."""
+    with open_store(ctx) as store:
+        node = store.namespace(namespace).lessons.add_if_new(
+            rule, source=source, confidence=confidence
+        )
+    print_json(node) if as_json else out.print(f"lesson {node.id}: {node.content}")
+
+
+@lessons_app.command("list")
+def lessons_list(
+    ctx: typer.Context,
+    namespace: NamespaceOption = "default",
+    min_confidence: Annotated[float, typer.Option(help="Only lessons at least this sure.")] = 0.0,
+    as_json: JsonOption = False,
+) -> None:
+    """List current lessons, strongest first."""
+    with open_store(ctx) as store:
+        found = store.namespace(namespace).lessons.high_confidence(min_confidence)
+    if as_json:
+        print_json(found)
+        return
+    table = Table("id", "confidence", "applied", "rule", "source")
+    for lesson in found:
+        table.add_row(
+            str(lesson.id),
+            f"{lesson.confidence:.2f}",
+            str(lesson.times_applied),
+            lesson.rule,
+            lesson.node.source or "",
+        )
+    out.print(table)
+
+
+@lessons_app.command("remove")
+def lessons_remove(
+    ctx: typer.Context,
+    lesson_id: Annotated[int, typer.Argument(help="Lesson node id.")],
+    reason: Annotated[str, typer.Option(help="Why.")] = "removed",
+    namespace: NamespaceOption = "default",
+) -> None:
+    """Retire a lesson (a tombstone)."""
+    with open_store(ctx) as store:
+        store.namespace(namespace).lessons.remove(lesson_id, reason=reason)
+    out.print(f"lesson {lesson_id} retired")
+
+
+@procedures_app.command("add")
+def procedures_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The procedure's name.")],
+    steps: Annotated[str, typer.Option(help='JSON list of {"tool", "purpose", "instruction"}.')],
+    description: Annotated[str, typer.Option(help="What it does.")] = "",
+    namespace: NamespaceOption = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Add a procedure, or refine it (a new version) if the name exists."""
+    parsed = _steps(steps)
+    with open_store(ctx) as store:
+        procedures = store.namespace(namespace).procedures
+        if procedures.find_by_name(name) is None:
+            node = procedures.add(name, description=description or name, steps=parsed)
+        else:
+            node = procedures.refine(name, parsed, description=description or None)
+    print_json(node) if as_json else out.print(f"procedure {name!r}: node {node.id}")
+
+
+@procedures_app.command("list")
+def procedures_list(
+    ctx: typer.Context, namespace: NamespaceOption = "default", as_json: JsonOption = False
+) -> None:
+    """List current procedures."""
+    with open_store(ctx) as store:
+        found = store.namespace(namespace).procedures.all()
+    if as_json:
+        print_json(found)
+        return
+    table = Table("name", "id", "steps", "description")
+    for node in found:
+        table.add_row(
+            node.label or "",
+            str(node.id),
+            str(len(node.data.get("steps", []))),
+            str(node.data.get("description", "")),
+        )
+    out.print(table)
+
+
+@procedures_app.command("show")
+def procedures_show(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The procedure's name.")],
+    namespace: NamespaceOption = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Show every version of a procedure, oldest first."""
+    with open_store(ctx) as store:
+        versions = store.namespace(namespace).procedures.versions(name)
+    if as_json:
+        print_json(versions)
+        return
+    for node in versions:
+        out.print(f"[bold]node {node.id}[/bold] ({node.status.value})\n{node.content}\n")
+
+
+def _steps(text: str) -> list[dict[str, str]]:
+    try:
+        steps = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"--steps is not JSON: {exc}", field="steps") from None
+    if not isinstance(steps, list):
+        raise InvalidInputError("--steps must be a JSON list", field="steps")
+    return steps
+
+
+def register(app: typer.Typer) -> None:
+    """Add the tier commands to the ``memstore`` app."""
+    for command in (context, pin, unpin, pins):
+        app.command()(command)
+    app.add_typer(lessons_app, name="lessons")
+    app.add_typer(procedures_app, name="procedures")
