@@ -7,7 +7,6 @@ the seeds (its hybrid recall of the query, or given ids) and the query vector.
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ from sqlalchemy.engine import Connection
 from memstore.activation import learning, scoring
 from memstore.activation.model import (
     ActivatedItem,
+    ActivateRequest,
     Activation,
     ActivationParams,
     ActivationStats,
@@ -26,6 +26,7 @@ from memstore.activation.pull import Neighbourhood, pull
 from memstore.graph.rows import fetch_nodes
 
 __all__ = [
+    "ActivateRequest",
     "ActivatedItem",
     "Activation",
     "ActivationParams",
@@ -41,33 +42,29 @@ def run(
     namespace_id: int,
     namespace: str,
     seeds: dict[int, float],
+    request: ActivateRequest,
     *,
-    query: str | None,
     vector: np.ndarray[Any, Any] | None,
     model: str,
-    depth: int,
-    fanout: int,
-    limit: int,
-    learn: bool,
-    as_of: datetime | None,
-    privacy_ceiling: int | None,
-    both_directions: bool,
-    params: ActivationParams,
-    session_id: str | None = None,
     timings: dict[str, float] | None = None,
 ) -> Activation:
-    """Activate from ``seeds`` (current node id → seed strength) and build the result."""
+    """Activate from ``seeds`` (current node id → seed strength) as ``request`` asks.
+
+    ``request.query`` and ``request.seeds`` were used by the caller to find
+    ``seeds``; ``vector`` is the query's embedding (None: no similarity).
+    """
     timings = dict(timings or {})
+    depth, limit, params = request.depth, request.limit, request.params
     started = time.perf_counter()
     nb = pull(
         conn,
         namespace_id,
         sorted(seeds),
         depth=depth,
-        fanout=fanout,
-        both_directions=both_directions,
-        privacy_ceiling=privacy_ceiling,
-        as_of=as_of,
+        fanout=request.fanout,
+        both_directions=request.both_directions,
+        privacy_ceiling=request.privacy_ceiling,
+        as_of=request.as_of,
         vector=vector,
         model=model,
     )
@@ -92,7 +89,7 @@ def run(
     nodes = fetch_nodes(conn, namespace_id, namespace, [int(nb.node_id[i]) for i in chosen])
     timings["fetch"] = _ms(started)
 
-    if learn:
+    if request.learn:
         started = time.perf_counter()
         learning.learn(
             conn,
@@ -102,7 +99,7 @@ def run(
             _coactivated_edges(nb, scores, chosen),
             rate=params.hebbian_rate,
             ring=params.access_ring_size,
-            session_id=session_id,
+            session_id=request.session_id,
         )
         timings["learn"] = _ms(started)
 
@@ -121,7 +118,7 @@ def run(
     order = np.lexsort((nb.node_id, nb.node_layer, -scores.final))
     background = [_reached(nb, scores, int(i), int(i) in in_memory) for i in order]
     return Activation(
-        query=query,
+        query=request.query,
         working_memory=working,
         background=background,
         stats=ActivationStats(

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstore import activation as spreading
-from memstore.activation.model import ActivationParams
+from memstore.activation.model import ActivateRequest
 from memstore.db.schema import node_state, nodes
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
@@ -269,17 +269,9 @@ def gather(
                 ns.id,
                 ns.name,
                 seeds,
-                query=request.query,
+                ActivateRequest(query=request.query, depth=2, limit=40, both_directions=True),
                 vector=vector,
                 model=ns.embedder.name,
-                depth=2,
-                fanout=16,
-                limit=40,
-                learn=False,
-                as_of=None,
-                privacy_ceiling=None,
-                both_directions=True,
-                params=ActivationParams(),
             )
             for item in activated.working_memory:
                 if len(item.path) > 1:  # its strongest activation came through edges
