@@ -489,19 +489,19 @@ class Namespace:
         """Given seeds as current ids (strength 1); unknown ids raise.
 
         Without ``as_of`` a forgotten or redacted seed raises too; with it, the
-        pull decides what was visible then.
+        pull decides what was visible then. Two round trips whatever the count.
         """
         tx = NamespaceTransaction(self, conn)
         found = fetch_nodes(conn, self.id, self.name, ids)
+        current = lineage_sql.current_versions(conn, self.id, ids, as_of)
+        if as_of is None:
+            newer = set(current.values()) - set(found)
+            found |= fetch_nodes(conn, self.id, self.name, newer)  # usually nothing to fetch
         for node_id in ids:
             if node_id not in found:
                 tx.raise_missing(node_id)
-            if as_of is None and found[node_id].status is not NodeStatus.SUPERSEDED:
-                tx.current(node_id)
-        current = lineage_sql.current_versions(conn, self.id, ids, as_of)
-        if as_of is None:
-            for node_id in set(current.values()) - set(ids):
-                tx.current(node_id)  # the current version may be forgotten
+            if as_of is None and found[current[node_id]].status is not NodeStatus.CURRENT:
+                tx.current(current[node_id])  # raises: the memory was forgotten or redacted
         return {current[node_id]: 1.0 for node_id in ids}
 
     def _stats(self, conn: Connection) -> NamespaceStats:

@@ -3,15 +3,19 @@
 -- memstore.neighbourhood() runs one recursive CTE and returns one row of
 -- arrays. It is a PL/pgSQL function so that its plan is cached per
 -- connection: planning the statement cost 17-26 ms, executing a 2-hop pull
--- about 2 ms. The small SQL functions before it keep the statement readable
--- and are inlined by the planner.
+-- about 2 ms.
 --
 -- Every "is it tombstoned / redacted / revised" check is a scalar subquery
--- ((SELECT ... LIMIT 1) IS NULL), not NOT EXISTS: the planner turns NOT EXISTS
--- into an anti-join, and under the recursive CTE's inflated row estimates it
--- chose hash anti-joins that read the whole tombstones table for every node
--- expanded (95 ms for a 2-hop pull on 10k nodes). A scalar subquery stays a
--- per-row index probe of about a microsecond.
+-- ((SELECT ...) IS NULL), not NOT EXISTS: the planner turns NOT EXISTS into an
+-- anti-join, and under the recursive CTE's inflated row estimates it chose
+-- hash anti-joins that read every edge of a node (and once the whole
+-- tombstones table) before the fan-out cap could stop the scan. A scalar
+-- subquery stays a per-row index probe of about a microsecond.
+--
+-- The per-edge checks live in memstore.live_end(), a set-returning SQL
+-- function: PostgreSQL inlines those into the calling query (it does not
+-- inline a scalar SQL function whose body has a subquery — each call would
+-- then be a separate function execution, ~30 us).
 --
 -- Supersession: edges stay on the version they were authored on. The walk
 -- reads the edges of a node's earlier versions as its own
@@ -64,15 +68,37 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
            LIMIT 1) IS NOT NULL
 $$;
 
--- Whether an edge may be followed: recorded (as of) and not tombstoned (as of).
-CREATE OR REPLACE FUNCTION memstore.edge_live(
-    ns bigint, edge bigint, recorded timestamptz, as_of timestamptz
-) RETURNS boolean
+-- The far end of an edge followed from `node`, resolved to its current
+-- version, if the edge may be followed: recorded and not tombstoned (as of),
+-- leading to a visible node other than `node` itself. No row otherwise.
+-- OFFSET 0 keeps the resolved end computed once per edge.
+CREATE OR REPLACE FUNCTION memstore.live_end(
+    ns bigint, edge bigint, recorded timestamptz, far_end bigint, node bigint,
+    ceiling int, as_of timestamptz
+) RETURNS TABLE (far bigint)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT (as_of IS NULL OR recorded <= as_of)
-       AND (SELECT t.id FROM memstore.tombstones t
-            WHERE t.namespace_id = ns AND t.edge_id = edge
-              AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+    SELECT v.far
+    FROM (SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                            WHERE s.namespace_id = ns AND s.old_id = far_end
+                              AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                      THEN far_end
+                      ELSE memstore.current_version(ns, far_end, as_of) END AS far
+          OFFSET 0) AS v
+    WHERE v.far <> node
+      AND (as_of IS NULL OR recorded <= as_of)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.edge_id = edge
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      AND ((ceiling IS NULL AND as_of IS NULL) OR (
+               SELECT n.id FROM memstore.nodes n
+               WHERE n.namespace_id = ns AND n.id = v.far
+                 AND (ceiling IS NULL OR n.privacy <= ceiling)
+                 AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.node_id = v.far
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      AND (SELECT r.id FROM memstore.redactions r
+           WHERE r.namespace_id = ns AND r.node_id = v.far) IS NULL
 $$;
 
 -- The fan-out cap: the heaviest live edges of version `version` (standing for
@@ -84,7 +110,7 @@ $$;
 -- Liveness is checked before the cap, so forgotten edges do not use it up.
 CREATE OR REPLACE FUNCTION memstore.heaviest_edges(
     ns bigint, version bigint, node bigint, fanout int, both_ways boolean,
-    privacy int, as_of timestamptz
+    ceiling int, as_of timestamptz
 ) RETURNS TABLE (edge_id bigint, dst bigint, weight real, hebb real, inhibitory boolean,
                  relation text, reverse boolean)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -93,39 +119,34 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     FROM (
         (SELECT e.id AS edge_id, f.far, e.weight, e.inhibitory, e.relation, false AS reverse
          FROM memstore.edges e
-         CROSS JOIN LATERAL (SELECT memstore.resolved_version(ns, e.dst, as_of) AS far) AS f
-         WHERE e.namespace_id = ns AND e.src = version AND f.far <> node
-           AND memstore.edge_live(ns, e.id, e.recorded_at, as_of)
-           AND memstore.node_visible(ns, f.far, privacy, as_of)
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE e.namespace_id = ns AND e.src = version
          ORDER BY e.weight DESC, e.id
          LIMIT fanout)
         UNION
         (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, false
          FROM memstore.edge_state ls
          JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
-         CROSS JOIN LATERAL (SELECT memstore.resolved_version(ns, e.dst, as_of) AS far) AS f
-         WHERE ls.namespace_id = ns AND ls.src = version AND ls.hebbian_weight > 0
-           AND f.far <> node
-           AND memstore.edge_live(ns, e.id, e.recorded_at, as_of)
-           AND memstore.node_visible(ns, f.far, privacy, as_of))
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE ls.namespace_id = ns AND ls.src = version AND ls.hebbian_weight > 0)
         UNION
         (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
          FROM memstore.edges e
-         CROSS JOIN LATERAL (SELECT memstore.resolved_version(ns, e.src, as_of) AS far) AS f
-         WHERE both_ways AND e.namespace_id = ns AND e.dst = version AND f.far <> node
-           AND memstore.edge_live(ns, e.id, e.recorded_at, as_of)
-           AND memstore.node_visible(ns, f.far, privacy, as_of)
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+         WHERE both_ways AND e.namespace_id = ns AND e.dst = version
          ORDER BY e.weight DESC, e.id
          LIMIT fanout)
         UNION
         (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
          FROM memstore.edge_state ls
          JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
-         CROSS JOIN LATERAL (SELECT memstore.resolved_version(ns, e.src, as_of) AS far) AS f
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
          WHERE both_ways AND ls.namespace_id = ns AND ls.dst = version
-           AND ls.hebbian_weight > 0 AND f.far <> node
-           AND memstore.edge_live(ns, e.id, e.recorded_at, as_of)
-           AND memstore.node_visible(ns, f.far, privacy, as_of))
+           AND ls.hebbian_weight > 0)
     ) AS c
     LEFT JOIN memstore.edge_state l ON l.namespace_id = ns AND l.edge_id = c.edge_id
     ORDER BY 1 - (1 - c.weight) * (1 - coalesce(l.hebbian_weight, 0)) DESC, c.edge_id, c.reverse

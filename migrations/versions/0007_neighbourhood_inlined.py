@@ -1,0 +1,276 @@
+"""Per-edge checks inlined into the pull: memstore.live_end() replaces edge_live() and the
+scalar helpers inside heaviest_edges().
+
+PostgreSQL does not inline a scalar SQL function whose body has a subquery, so
+each edge ran four or five separate function executions (~110-180 us an edge).
+A set-returning SQL function is inlined. A frozen copy of sql/05_neighbourhood.sql
+as it was at this revision.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-01
+
+"""
+
+from collections.abc import Sequence
+
+from alembic import context, op
+from alembic.script import ScriptDirectory
+
+revision: str = "0007"
+down_revision: str | Sequence[str] | None = "0006"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+HEAVIEST_EDGES = "memstore.heaviest_edges(bigint, bigint, bigint, int, boolean, int, timestamptz)"
+EDGE_LIVE = "memstore.edge_live(bigint, bigint, timestamptz, timestamptz)"
+LIVE_END = "memstore.live_end(bigint, bigint, timestamptz, bigint, bigint, int, timestamptz)"
+
+# sql/05_neighbourhood.sql
+NEIGHBOURHOOD_SQL = r"""
+-- The neighbourhood pull of spreading activation (docs/activation.md).
+--
+-- memstore.neighbourhood() runs one recursive CTE and returns one row of
+-- arrays. It is a PL/pgSQL function so that its plan is cached per
+-- connection: planning the statement cost 17-26 ms, executing a 2-hop pull
+-- about 2 ms.
+--
+-- Every "is it tombstoned / redacted / revised" check is a scalar subquery
+-- ((SELECT ...) IS NULL), not NOT EXISTS: the planner turns NOT EXISTS into an
+-- anti-join, and under the recursive CTE's inflated row estimates it chose
+-- hash anti-joins that read every edge of a node (and once the whole
+-- tombstones table) before the fan-out cap could stop the scan. A scalar
+-- subquery stays a per-row index probe of about a microsecond.
+--
+-- The per-edge checks live in memstore.live_end(), a set-returning SQL
+-- function: PostgreSQL inlines those into the calling query (it does not
+-- inline a scalar SQL function whose body has a subquery — each call would
+-- then be a separate function execution, ~30 us).
+--
+-- Supersession: edges stay on the version they were authored on. The walk
+-- reads the edges of a node's earlier versions as its own
+-- (memstore.earlier_versions) and follows an edge into an old version to the
+-- current one (memstore.resolved_version).
+
+-- Whether a node may be reached: recorded (as of), within the privacy
+-- ceiling, not tombstoned (as of), not redacted. NULL ceiling / as_of: no limit.
+CREATE OR REPLACE FUNCTION memstore.node_visible(
+    ns bigint, node bigint, ceiling int, as_of timestamptz
+) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    -- (A parameter named like a column would lose to the column: "ceiling".)
+    SELECT ((ceiling IS NULL AND as_of IS NULL) OR (
+                SELECT n.id FROM memstore.nodes n
+                WHERE n.namespace_id = ns AND n.id = node
+                  AND (ceiling IS NULL OR n.privacy <= ceiling)
+                  AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
+       AND (SELECT t.id FROM memstore.tombstones t
+            WHERE t.namespace_id = ns AND t.node_id = node
+              AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+       AND (SELECT r.id FROM memstore.redactions r
+            WHERE r.namespace_id = ns AND r.node_id = node) IS NULL
+$$;
+
+-- The node's current version (as of); one index probe when it was never revised.
+CREATE OR REPLACE FUNCTION memstore.resolved_version(
+    ns bigint, node bigint, as_of timestamptz
+) RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                      WHERE s.namespace_id = ns AND s.old_id = node
+                        AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                THEN node
+                ELSE memstore.current_version(ns, node, as_of) END
+$$;
+
+-- The node and every version that led to it: the ids whose edges are its own.
+CREATE OR REPLACE FUNCTION memstore.own_versions(
+    ns bigint, node bigint, as_of timestamptz
+) RETURNS SETOF bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT node
+    UNION ALL
+    SELECT p.id
+    FROM memstore.earlier_versions(ns, node, as_of) AS p(id)
+    WHERE (SELECT s.id FROM memstore.supersessions s
+           WHERE s.namespace_id = ns AND s.new_id = node
+             AND (as_of IS NULL OR s.at <= as_of)
+           LIMIT 1) IS NOT NULL
+$$;
+
+-- The far end of an edge followed from `node`, resolved to its current
+-- version, if the edge may be followed: recorded and not tombstoned (as of),
+-- leading to a visible node other than `node` itself. No row otherwise.
+-- OFFSET 0 keeps the resolved end computed once per edge.
+CREATE OR REPLACE FUNCTION memstore.live_end(
+    ns bigint, edge bigint, recorded timestamptz, far_end bigint, node bigint,
+    ceiling int, as_of timestamptz
+) RETURNS TABLE (far bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT v.far
+    FROM (SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                            WHERE s.namespace_id = ns AND s.old_id = far_end
+                              AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                      THEN far_end
+                      ELSE memstore.current_version(ns, far_end, as_of) END AS far
+          OFFSET 0) AS v
+    WHERE v.far <> node
+      AND (as_of IS NULL OR recorded <= as_of)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.edge_id = edge
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      AND ((ceiling IS NULL AND as_of IS NULL) OR (
+               SELECT n.id FROM memstore.nodes n
+               WHERE n.namespace_id = ns AND n.id = v.far
+                 AND (ceiling IS NULL OR n.privacy <= ceiling)
+                 AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.node_id = v.far
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      AND (SELECT r.id FROM memstore.redactions r
+           WHERE r.namespace_id = ns AND r.node_id = v.far) IS NULL
+$$;
+
+-- The fan-out cap: the heaviest live edges of version `version` (standing for
+-- node `node`) by effective weight w_eff = 1 - (1 - weight)(1 - hebbian),
+-- ties by edge id, at most `fanout`. For each direction it reads the
+-- heaviest by authored weight in index order, stopping at the cap, plus the
+-- learned edges (hebbian_weight > 0) from edge_state: together they hold the
+-- top `fanout` by effective weight, since learning only raises a weight.
+-- Liveness is checked before the cap, so forgotten edges do not use it up.
+CREATE OR REPLACE FUNCTION memstore.heaviest_edges(
+    ns bigint, version bigint, node bigint, fanout int, both_ways boolean,
+    ceiling int, as_of timestamptz
+) RETURNS TABLE (edge_id bigint, dst bigint, weight real, hebb real, inhibitory boolean,
+                 relation text, reverse boolean)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT c.edge_id, c.far, c.weight, coalesce(l.hebbian_weight, 0), c.inhibitory,
+           c.relation, c.reverse
+    FROM (
+        (SELECT e.id AS edge_id, f.far, e.weight, e.inhibitory, e.relation, false AS reverse
+         FROM memstore.edges e
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE e.namespace_id = ns AND e.src = version
+         ORDER BY e.weight DESC, e.id
+         LIMIT fanout)
+        UNION
+        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, false
+         FROM memstore.edge_state ls
+         JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE ls.namespace_id = ns AND ls.src = version AND ls.hebbian_weight > 0)
+        UNION
+        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
+         FROM memstore.edges e
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+         WHERE both_ways AND e.namespace_id = ns AND e.dst = version
+         ORDER BY e.weight DESC, e.id
+         LIMIT fanout)
+        UNION
+        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
+         FROM memstore.edge_state ls
+         JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+         WHERE both_ways AND ls.namespace_id = ns AND ls.dst = version
+           AND ls.hebbian_weight > 0)
+    ) AS c
+    LEFT JOIN memstore.edge_state l ON l.namespace_id = ns AND l.edge_id = c.edge_id
+    ORDER BY 1 - (1 - c.weight) * (1 - coalesce(l.hebbian_weight, 0)) DESC, c.edge_id, c.reverse
+    LIMIT fanout
+$$;
+
+-- The pull: seeds -> walk (depth - 1 hops of nodes to expand) -> each expanded
+-- node's capped edges -> every reached node with its similarity to the query
+-- (computed here, next to the vectors: they never travel) and its access ring.
+CREATE OR REPLACE FUNCTION memstore.neighbourhood(
+    p_ns bigint, p_seeds bigint[], p_depth int, p_fanout int, p_both boolean,
+    p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
+) RETURNS TABLE (
+    edge_src bigint[], edge_dst bigint[], edge_id bigint[], edge_weight real[],
+    edge_hebb real[], edge_inhibitory boolean[], edge_relation text[], edge_reverse boolean[],
+    edge_depth int[],
+    node_id bigint[], node_depth int[], node_layer smallint[], node_type text[],
+    node_label text[], node_tier text[], node_importance real[], node_decay_rate real[],
+    node_age float8[], node_similarity float8[],
+    access_node bigint[], access_age float8[]
+)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    moment timestamptz := coalesce(p_as_of, now());
+BEGIN
+    RETURN QUERY
+    WITH RECURSIVE seeds AS MATERIALIZED (
+        SELECT DISTINCT c.id
+        FROM unnest(p_seeds) AS seed(id)
+        CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, seed.id, p_as_of) AS id) AS c
+        WHERE memstore.node_visible(p_ns, c.id, p_privacy, p_as_of)
+    ), walk(id, node, depth) AS (
+        -- UNION (not UNION ALL): a node reached again at the same depth is
+        -- expanded once, so hubs do not multiply the rows.
+        SELECT v.id, s.id, 0
+        FROM seeds s CROSS JOIN LATERAL memstore.own_versions(p_ns, s.id, p_as_of) AS v(id)
+        UNION
+        SELECT v.id, x.dst, w.depth + 1
+        FROM walk w
+        CROSS JOIN LATERAL memstore.heaviest_edges(
+            p_ns, w.id, w.node, p_fanout, p_both, p_privacy, p_as_of) AS x
+        CROSS JOIN LATERAL memstore.own_versions(p_ns, x.dst, p_as_of) AS v(id)
+        WHERE w.depth + 1 < p_depth AND NOT x.inhibitory
+    ), expanded AS (
+        SELECT w.id, w.node, min(w.depth) AS depth FROM walk w GROUP BY w.id, w.node
+    ), pulled AS MATERIALIZED (
+        SELECT w.node AS src, x.dst, x.edge_id, x.weight, x.hebb, x.inhibitory, x.relation,
+               x.reverse, w.depth + 1 AS depth
+        FROM expanded w
+        CROSS JOIN LATERAL memstore.heaviest_edges(
+            p_ns, w.id, w.node, p_fanout, p_both, p_privacy, p_as_of) AS x
+    ), reached AS MATERIALIZED (
+        SELECT r.id, min(r.depth) AS depth
+        FROM (SELECT s.id, 0 AS depth FROM seeds s
+              UNION ALL SELECT p.dst, p.depth FROM pulled p) AS r
+        GROUP BY r.id
+    )
+    SELECT e.*, v.*, a.*
+    FROM (SELECT array_agg(p.src), array_agg(p.dst), array_agg(p.edge_id), array_agg(p.weight),
+                 array_agg(p.hebb), array_agg(p.inhibitory), array_agg(p.relation),
+                 array_agg(p.reverse), array_agg(p.depth)
+          FROM pulled p) AS e,
+         (SELECT array_agg(n.id), array_agg(m.depth), array_agg(n.layer),
+                 array_agg(n.node_type), array_agg(n.label), array_agg(n.tier),
+                 array_agg(n.importance), array_agg(n.decay_rate),
+                 array_agg(extract(epoch FROM moment - n.recorded_at)::float8),
+                 array_agg((1 - (emb.embedding <=> p_vector))::float8)
+          FROM reached m
+          JOIN memstore.nodes n ON n.namespace_id = p_ns AND n.id = m.id
+          LEFT JOIN memstore.embeddings emb
+                 ON emb.namespace_id = p_ns AND emb.node_id = n.id AND emb.model = p_model
+         ) AS v,
+         (SELECT array_agg(st.node_id), array_agg(extract(epoch FROM moment - t.at)::float8)
+          FROM memstore.node_state st
+          CROSS JOIN LATERAL unnest(st.access_ring) AS t(at)
+          WHERE st.namespace_id = p_ns AND st.node_id IN (SELECT r.id FROM reached r)
+            AND t.at <= moment) AS a;
+END;
+$$;
+"""
+
+
+def upgrade() -> None:
+    # heaviest_edges renames a parameter, which CREATE OR REPLACE cannot do.
+    op.execute(f"DROP FUNCTION {HEAVIEST_EDGES}")
+    op.execute(f"DROP FUNCTION {EDGE_LIVE}")
+    op.execute(NEIGHBOURHOOD_SQL)
+
+
+def downgrade() -> None:
+    op.execute(f"DROP FUNCTION {HEAVIEST_EDGES}")
+    op.execute(f"DROP FUNCTION {LIVE_END}")
+    # The functions as revision 0006 froze them, from that revision's module.
+    previous = ScriptDirectory.from_config(context.config).get_revision("0006")
+    assert previous is not None
+    op.execute(previous.module.NEIGHBOURHOOD_SQL)
