@@ -115,12 +115,9 @@ def run(
         )
         for i in chosen
     ]
-    order = np.lexsort((nb.node_id, nb.node_layer, -scores.final))
-    background = [_reached(nb, scores, int(i), int(i) in in_memory) for i in order]
-    return Activation(
+    activation = Activation(
         query=request.query,
         working_memory=working,
-        background=background,
         stats=ActivationStats(
             seeds=len(seeds),
             nodes=len(nb.node_id),
@@ -128,6 +125,13 @@ def run(
             timings_ms=timings,
         ),
     )
+
+    def background() -> list[Reached]:
+        order = np.lexsort((nb.node_id, nb.node_layer, -scores.final))
+        return [_reached(nb, scores, int(i), int(i) in in_memory) for i in order]
+
+    activation._build_background = background
+    return activation
 
 
 def _coactivated_edges(nb: Neighbourhood, scores: scoring.Scores, chosen: list[int]) -> list[int]:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    computed_field,
+    model_validator,
+)
 
 from memstore.activation.projection import project
 from memstore.models import LAYER_MAX, Node, Privacy, Unit
@@ -164,9 +174,16 @@ class Activation(BaseModel):
     query: str | None
     working_memory: list[ActivatedItem]
     """The items that crossed their type's threshold, strongest first, at most ``limit``."""
-    background: list[Reached]
-    """Every reached node with its activation, strongest first."""
     stats: ActivationStats
+    # Builds the background on first use: a 3-hop neighbourhood has thousands
+    # of nodes, and most callers read working memory only.
+    _build_background: Callable[[], list[Reached]] | None = PrivateAttr(default=None)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @cached_property
+    def background(self) -> list[Reached]:
+        """Every reached node with its activation, strongest first."""
+        return self._build_background() if self._build_background is not None else []
 
     def project(
         self, top_k: int = 12, snippet_chars: int = 600, max_bytes: int = 32768
