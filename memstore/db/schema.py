@@ -186,11 +186,25 @@ Index(
     nodes.c.label,
     postgresql_where=text("tier IS NOT NULL"),
 )
+# The order current_entries reads a tier in (newest first, undated entries
+# last): the index must match it exactly, NULLS LAST included, or PostgreSQL
+# reads and sorts the whole tier (110-200 ms for 94k turns).
 Index(
     "ix_nodes_tier_observed",
     nodes.c.namespace_id,
     nodes.c.tier,
-    nodes.c.observed_at.desc(),
+    nodes.c.observed_at.desc().nulls_last(),
+    nodes.c.id.desc(),
+    postgresql_where=text("tier IS NOT NULL"),
+)
+# The same within one scope (a timeline's session).
+Index(
+    "ix_nodes_tier_scope_observed",
+    nodes.c.namespace_id,
+    nodes.c.tier,
+    nodes.c.scope,
+    nodes.c.observed_at.desc().nulls_last(),
+    nodes.c.id.desc(),
     postgresql_where=text("tier IS NOT NULL"),
 )
 
