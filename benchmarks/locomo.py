@@ -11,12 +11,19 @@ namespace and we score:
 - turn recall@k: share of the QA's gold dia_ids among the top-k turns;
 - session recall@k: share of the gold sessions among the top-k turns' sessions.
 
+With --activation the turns are also linked (``next``, ``same_session``,
+``same_speaker``, ``shares_term``; see EDGE_WEIGHTS) and each question is also
+ranked by ``ns.activate`` (working memory, as memstore ranks it) and by
+benchmark-side sums over the activation (labelled "(bench)"): the hybrid
+ranking is the baseline they are compared with.
+
 Run (each embedder, each mode; a few minutes on 2 cores):
 
     .venv/bin/python benchmarks/locomo.py                       # embedded server
     .venv/bin/python benchmarks/locomo.py --embedders hashing   # no neural extra
     .venv/bin/python benchmarks/locomo.py --sweep               # also calibrate fusion weight
     .venv/bin/python benchmarks/locomo.py --bm25                # also BM25 vs ts_rank_cd
+    .venv/bin/python benchmarks/locomo.py --activation          # also spreading activation
 
 Results go to stdout and, with --output, to a JSON file.
 """
@@ -30,13 +37,17 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from memstore import MemoryStore
+from memstore.activation import ActivationParams
 from memstore.config import Settings
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.base import Embedder
@@ -47,6 +58,10 @@ DIA_ID = re.compile(r"^D(\d+):(\d+)$")
 KS = (5, 10, 20)
 CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+LABEL_WIDTH = 44
+HEADER = (
+    f"{'R@5':>6} {'R@10':>6} {'R@20':>6} {'S@5':>6} {'p50 ms':>7} {'p95 ms':>7}   R@10 by category"
+)
 
 
 @dataclass
@@ -146,6 +161,14 @@ def ingest(store: MemoryStore, conversation: Conversation, prefix: str) -> tuple
     return ns, dia_ids
 
 
+def ranked_turns(node_ids: list[int], dia_ids: dict[int, list[str]]) -> list[str]:
+    """The dia_ids of ranked nodes, in order (a node stands for all its identical turns)."""
+    ranked: list[str] = []
+    for node_id in node_ids:
+        ranked += [d for d in dia_ids[node_id] if d not in ranked]
+    return ranked
+
+
 def evaluate(
     ns: Any,
     dia_ids: dict[int, list[str]],
@@ -157,10 +180,7 @@ def evaluate(
         started = time.perf_counter()
         hits = ns.recall(q.text, k=max(KS), **recall_args)
         scores.latencies.append(time.perf_counter() - started)
-        ranked: list[str] = []
-        for hit in hits:
-            ranked += [d for d in dia_ids[hit.node.id] if d not in ranked]
-        score_ranking(q, ranked, scores)
+        score_ranking(q, ranked_turns([hit.node.id for hit in hits], dia_ids), scores)
 
 
 def summary(scores: Scores) -> dict[str, Any]:
@@ -176,6 +196,22 @@ def summary(scores: Scores) -> dict[str, Any]:
     }
 
 
+def lexemes(store: MemoryStore, namespace_id: int) -> dict[int, dict[str, int]]:
+    """Each node's full-text lexemes (PostgreSQL's English stemming) with their counts."""
+    with store.transaction() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT id, search::text FROM memstore.nodes WHERE namespace_id = %(ns)s",
+            {"ns": namespace_id},
+        ).all()
+    docs: dict[int, dict[str, int]] = {}
+    for node_id, vector in rows:
+        terms: dict[str, int] = {}
+        for lexeme, positions in re.findall(r"'((?:[^']|'')*)'(?::([\d,A-D]+))?", vector):
+            terms[lexeme] = len(positions.split(",")) if positions else 1
+        docs[node_id] = terms
+    return docs
+
+
 class BM25:
     """Okapi BM25 over one namespace's own tsvectors (PostgreSQL's stemming and
     stop words), to measure whether it would beat ``ts_rank_cd`` as the lexical
@@ -184,18 +220,8 @@ class BM25:
     K1, B = 1.2, 0.75
 
     def __init__(self, store: MemoryStore, namespace_id: int):
-        with store.transaction() as conn:
-            rows = conn.exec_driver_sql(
-                "SELECT id, search::text FROM memstore.nodes WHERE namespace_id = %(ns)s",
-                {"ns": namespace_id},
-            ).all()
         self.store = store
-        self.docs: dict[int, dict[str, int]] = {}
-        for node_id, vector in rows:
-            terms: dict[str, int] = {}
-            for lexeme, positions in re.findall(r"'((?:[^']|'')*)'(?::([\d,A-D]+))?", vector):
-                terms[lexeme] = len(positions.split(",")) if positions else 1
-            self.docs[node_id] = terms
+        self.docs = lexemes(store, namespace_id)
         self.avg = statistics.fmean(sum(t.values()) for t in self.docs.values())
         self.df: dict[str, int] = defaultdict(int)
         for terms in self.docs.values():
@@ -243,10 +269,217 @@ def evaluate_bm25(
         started = time.perf_counter()
         ranked_ids = bm25.top(q.text, max(KS))
         scores.latencies.append(time.perf_counter() - started)
-        ranked: list[str] = []
-        for node_id in ranked_ids:
-            ranked += [d for d in dia_ids[node_id] if d not in ranked]
-        score_ranking(q, ranked, scores)
+        score_ranking(q, ranked_turns(ranked_ids, dia_ids), scores)
+
+
+# --activation: the edges an agent would author between its own turns, with
+# their authored weights (w in the activation formulas, memstore/activation/scoring.py):
+# the next turn is the strongest cue, a rare shared word next, then the nearby
+# turns of the session, then the speaker's own next turns.
+EDGE_WEIGHTS = {"next": 0.9, "shares_term": 0.6, "same_session": 0.5, "same_speaker": 0.3}
+SESSION_REACH = 3  # same_session: the turns 2..3 places later in the session (1 is `next`)
+SPEAKER_REACH = 2  # same_speaker: the speaker's next 2 turns (in this session or a later one)
+RARE_TERM_DF = 3  # shares_term: lexemes found in 2..3 nodes of the conversation
+LINK_THREADS = 4
+SEED_COUNT = 30  # hybrid-recall hits that seed an activation
+ACTIVATION_FANOUT = 32  # above every turn's edge count (at most 19 here): nothing is cut
+NEIGHBOUR_SHARE = 0.3  # λ of the benchmark-side neighbour sums
+
+Edge = tuple[int, int, str, float]
+
+
+def plan_edges(
+    turns: list[dict[str, Any]], node_of: dict[str, int], terms: dict[int, dict[str, int]]
+) -> list[Edge]:
+    """(src, dst, relation, weight), earlier turn → later, one edge per pair of nodes.
+
+    Where two relations join the same pair, the heavier wins: max-product
+    spreading would ignore the lighter one anyway.
+    """
+    edges: dict[frozenset[int], Edge] = {}
+
+    def add(a: int, b: int, relation: str) -> None:
+        src, dst = node_of[turns[a]["dia_id"]], node_of[turns[b]["dia_id"]]
+        pair = frozenset((src, dst))
+        weight = EDGE_WEIGHTS[relation]
+        if src != dst and (pair not in edges or edges[pair][3] < weight):
+            edges[pair] = (src, dst, relation, weight)
+
+    by_speaker: dict[str, list[int]] = defaultdict(list)
+    for i, turn in enumerate(turns):
+        by_speaker[turn["speaker"]].append(i)
+        if i + 1 < len(turns):
+            add(i, i + 1, "next")
+        for j in range(i + 2, min(i + SESSION_REACH + 1, len(turns))):
+            if turns[j]["session"] == turn["session"]:
+                add(i, j, "same_session")
+    for positions in by_speaker.values():
+        for p, i in enumerate(positions):
+            for j in positions[p + 1 : p + SPEAKER_REACH + 1]:
+                add(i, j, "same_speaker")
+    first_turn: dict[int, int] = {}
+    for i, turn in enumerate(turns):
+        first_turn.setdefault(node_of[turn["dia_id"]], i)
+    holders: dict[str, list[int]] = defaultdict(list)
+    for node_id, node_terms in terms.items():
+        for term in node_terms:
+            holders[term].append(node_id)
+    for nodes in holders.values():
+        if 2 <= len(nodes) <= RARE_TERM_DF:
+            ordered = sorted(first_turn[n] for n in nodes)
+            for a, i in enumerate(ordered):
+                for j in ordered[a + 1 :]:
+                    add(i, j, "shares_term")
+    return sorted(edges.values())
+
+
+def link_edges(ns: Any, edges: list[Edge]) -> None:
+    """Author the edges through the public ``ns.link``, a few at a time."""
+    with ThreadPoolExecutor(LINK_THREADS) as pool:
+        list(
+            pool.map(
+                lambda e: ns.link(e[0], e[1], relation=e[2], weight=e[3], source="locomo-bench"),
+                edges,
+            )
+        )
+
+
+def adjacency(edges: list[Edge]) -> dict[int, list[tuple[int, float]]]:
+    """Both directions: node → [(neighbour, weight)]."""
+    near: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for src, dst, _, weight in edges:
+        near[src].append((dst, weight))
+        near[dst].append((src, weight))
+    return near
+
+
+def neighbour_sum(
+    base: dict[int, float], near: dict[int, list[tuple[int, float]]], share: float
+) -> list[int]:
+    """Benchmark-side, additive: score(n) = base(n) + share × Σ w(m, n) × base(m), best first.
+
+    Candidates are the nodes of ``base`` and their neighbours.
+    """
+    candidates = set(base)
+    for node_id in base:
+        candidates.update(m for m, _ in near.get(node_id, ()))
+    summed = {
+        n: base.get(n, 0.0) + share * sum(w * base.get(m, 0.0) for m, w in near.get(n, ()))
+        for n in candidates
+    }
+    return sorted(summed, key=lambda n: (-summed[n], n))
+
+
+def evaluate_neighbour_share(
+    ns: Any,
+    dia_ids: dict[int, list[str]],
+    questions: list[Question],
+    nears: dict[str, dict[int, list[tuple[int, float]]]],
+    share: float,
+    scores: dict[str, Scores],
+) -> None:
+    """No activation: hybrid recall's scores (over the best one) plus a share of the
+    neighbours' scores, one ranking per edge set in ``nears``."""
+    for q in questions:
+        started = time.perf_counter()
+        hits = ns.recall(q.text, k=SEED_COUNT)
+        elapsed = time.perf_counter() - started
+        top = max((hit.score for hit in hits), default=0.0) or 1.0
+        base = {hit.node.id: hit.score / top for hit in hits}
+        for label, near in nears.items():
+            started = time.perf_counter()
+            ranked = neighbour_sum(base, near, share)
+            scores[label].latencies.append(elapsed + time.perf_counter() - started)
+            score_ranking(q, ranked_turns(ranked, dia_ids), scores[label])
+
+
+@dataclass(frozen=True)
+class ActivationRun:
+    """One ``ns.activate`` configuration; each question gets one call, ranked twice.
+
+    - as memstore ranks it (product behaviour): working-memory order, i.e.
+      max-product activation;
+    - benchmark-side, for each share λ: every reached node's activation a(n)
+      from ``Activation.background`` plus λ × Σ w(m, n) × a(m) over its
+      authored edges (additive, which memstore's spreading is not).
+    """
+
+    label: str
+    depth: int
+    params: dict[str, Any]
+    shares: tuple[float, ...] = (NEIGHBOUR_SHARE,)
+
+    def activation_params(self) -> ActivationParams:
+        # Threshold 0: working memory is every reached turn, so the ranking is not cut.
+        values = {"seed_count": SEED_COUNT, **self.params}
+        return ActivationParams(thresholds={"Memory": 0.0}, default_threshold=0.0, **values)
+
+
+# Salience ≈ 1 for every turn (importance left out, recency saturated), so an
+# edge passes w × sim(query, turn) and nothing else. With the defaults salience
+# is 0.5 × importance 0.5 + 0.5 × recency (≈ 0.9 minutes after ingest) ≈ 0.7;
+# importance_weight 1 makes it exactly 0.5. "sim off" (similarity_floor 1)
+# drops the sim(query, turn) factor: an edge passes w × salience.
+FLAT_SALIENCE = {"importance_weight": 0.0, "actr_threshold": -50.0}
+
+
+def activation_runs(sweep: bool) -> list[ActivationRun]:
+    runs = [
+        ActivationRun("d1", 1, {}),
+        ActivationRun("d2", 2, {}),
+        ActivationRun("d1 sim off", 1, {**FLAT_SALIENCE, "similarity_floor": 1.0}),
+    ]
+    if sweep:
+        runs[0] = ActivationRun("d1", 1, {}, (0.1, 0.2, 0.3, 0.5, 1.0))
+        runs += [
+            ActivationRun("d1 flat", 1, FLAT_SALIENCE, (0.2, 0.3, 0.5)),
+            ActivationRun(
+                "d1 sim off sal 0.5", 1, {"importance_weight": 1.0, "similarity_floor": 1.0}
+            ),
+            ActivationRun("d1 seeds 50", 1, {"seed_count": 50}),
+        ]
+    return runs
+
+
+def evaluate_activation(
+    ns: Any,
+    dia_ids: dict[int, list[str]],
+    questions: list[Question],
+    near: dict[int, list[tuple[int, float]]],
+    run: ActivationRun,
+    scores: dict[str, Scores],
+    stages: dict[str, list[float]],
+) -> None:
+    params = run.activation_params()
+    for q in questions:
+        started = time.perf_counter()
+        result = ns.activate(
+            q.text,
+            depth=run.depth,
+            fanout=ACTIVATION_FANOUT,
+            limit=max(KS),
+            both_directions=True,
+            params=params,
+        )
+        elapsed = time.perf_counter() - started
+        for stage, ms in result.stats.timings_ms.items():
+            stages[stage].append(ms)
+        stages["nodes"].append(result.stats.nodes)
+        product = scores[run.label]
+        product.latencies.append(elapsed)
+        memory = [item.node.id for item in result.working_memory]
+        score_ranking(q, ranked_turns(memory, dia_ids), product)
+        activation = {reached.id: reached.activation for reached in result.background}
+        for share in run.shares:
+            started = time.perf_counter()
+            ranked = neighbour_sum(activation, near, share)
+            label = activation_sum_label(run, share)
+            scores[label].latencies.append(elapsed + time.perf_counter() - started)
+            score_ranking(q, ranked_turns(ranked, dia_ids), scores[label])
+
+
+def activation_sum_label(run: ActivationRun, share: float) -> str:
+    return f"activate {run.label} + {share:g}·Σ nbrs (bench)"
 
 
 def score_ranking(q: Question, ranked: list[str], scores: Scores) -> None:
@@ -274,6 +507,91 @@ def configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
     return configs
 
 
+def activation_benchmark(
+    store: MemoryStore,
+    conversations: list[Conversation],
+    loaded: list[tuple[Any, dict[int, list[str]]]],
+    sweep: bool,
+    report: Callable[..., None],
+) -> dict[str, Any]:
+    """--activation: author the edges, then rank with and around ``ns.activate``."""
+    started = time.perf_counter()
+    nears: list[dict[str, dict[int, list[tuple[int, float]]]]] = []
+    counts: Counter[str] = Counter()
+    for conversation, (ns, dia_ids) in zip(conversations, loaded, strict=True):
+        node_of = {d: node_id for node_id, ds in dia_ids.items() for d in ds}
+        edges = plan_edges(conversation.turns, node_of, lexemes(store, ns.id))
+        link_edges(ns, edges)
+        counts.update(edge[2] for edge in edges)
+        nears.append(
+            {
+                "next": adjacency([edge for edge in edges if edge[2] == "next"]),
+                "all": adjacency(edges),
+            }
+        )
+    link_s = time.perf_counter() - started
+    print(
+        f"linked {sum(counts.values())} edges in {link_s:.1f} s ("
+        + ", ".join(f"{r} {counts[r]} w={w}" for r, w in EDGE_WEIGHTS.items())
+        + f"); activation: seeds {SEED_COUNT}, fanout {ACTIVATION_FANOUT}, both directions",
+        flush=True,
+    )
+    labels = {
+        "next": f"hybrid + {NEIGHBOUR_SHARE:g}·Σ next turns (bench)",
+        "all": f"hybrid + {NEIGHBOUR_SHARE:g}·Σ all edges (bench)",
+    }
+    shared = {label: Scores() for label in labels.values()}
+    for conversation, (ns, dia_ids), near in zip(conversations, loaded, nears, strict=True):
+        chosen = {labels[key]: near[key] for key in labels}
+        evaluate_neighbour_share(
+            ns, dia_ids, conversation.questions, chosen, NEIGHBOUR_SHARE, shared
+        )
+    for label, scores in shared.items():
+        report(label, scores)
+    latency: dict[str, Any] = {}
+    for run in activation_runs(sweep):
+        by_row: dict[str, Scores] = defaultdict(Scores)
+        stages: dict[str, list[float]] = defaultdict(list)
+        for conversation, (ns, dia_ids), near in zip(conversations, loaded, nears, strict=True):
+            evaluate_activation(
+                ns, dia_ids, conversation.questions, near["all"], run, by_row, stages
+            )
+        medians = {stage: statistics.median(values) for stage, values in stages.items()}
+        params = run.activation_params().model_dump(mode="json")
+        report(f"activate {run.label}", by_row[run.label], depth=run.depth, params=params)
+        for share in run.shares:
+            label = activation_sum_label(run, share)
+            report(label, by_row[label], depth=run.depth, params=params, share=share)
+        latency[run.label] = {"median_stage_ms": medians, **summary(by_row[run.label])}
+        print(
+            f"{'':{LABEL_WIDTH}} median ms: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in medians.items() if k != "nodes")
+            + f"; nodes reached {medians['nodes']:.0f}",
+            flush=True,
+        )
+    return {"edges": dict(counts), "link_s": link_s, "weights": EDGE_WEIGHTS, "runs": latency}
+
+
+def record(
+    runs: list[dict[str, Any]],
+    embedder: str,
+    ingest_s: float,
+    label: str,
+    scores: Scores,
+    **extra: Any,
+) -> None:
+    """Print one row of the table and keep its numbers for --output."""
+    s = summary(scores)
+    cats = " ".join(f"{c[:6]}={v:.3f}" for c, v in s["turn_recall_at_10_by_category"].items())
+    print(
+        f"{label:{LABEL_WIDTH}} {s['turn_recall'][5]:6.3f} {s['turn_recall'][10]:6.3f}"
+        f" {s['turn_recall'][20]:6.3f} {s['session_recall'][5]:6.3f}"
+        f" {s['latency_ms']['p50']:7.1f} {s['latency_ms']['p95']:7.1f}   {cats}",
+        flush=True,
+    )
+    runs.append({"embedder": embedder, "config": label, "ingest_s": ingest_s, **s, **extra})
+
+
 def make_embedder(name: str) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
@@ -289,11 +607,21 @@ def main() -> int:
     parser.add_argument(
         "--embedders", default=None, help="comma-separated: hashing,neural (default: all installed)"
     )
-    parser.add_argument("--sweep", action="store_true", help="also sweep the fusion weight")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also sweep the fusion weight (with --activation: activation settings and shares)",
+    )
     parser.add_argument(
         "--bm25",
         action="store_true",
         help="also rank lexically with BM25 (computed here) for comparison",
+    )
+    parser.add_argument(
+        "--activation",
+        action="store_true",
+        help="also link the turns (next, same_session, same_speaker, shares_term) and rank"
+        " with ns.activate, as memstore ranks and with benchmark-side neighbour sums",
     )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
@@ -315,7 +643,12 @@ def main() -> int:
         if args.embedders
         else (["hashing", "neural"] if neural_available() else ["hashing"])
     )
-    results: dict[str, Any] = {"questions": questions, "skipped": skipped, "runs": []}
+    results: dict[str, Any] = {
+        "questions": questions,
+        "skipped": skipped,
+        "runs": [],
+        "activation": {},
+    }
     with tempfile.TemporaryDirectory(prefix="memstore-locomo-") as tmp:
         settings = Settings(data_dir=Path(tmp), database_url=args.database_url)
         for name in names:
@@ -325,11 +658,9 @@ def main() -> int:
                 loaded = [ingest(store, c, f"locomo-{embedder.name}") for c in conversations]
                 ingest_s = time.perf_counter() - started
                 print(f"\n{embedder.name}: ingested {turns} turns in {ingest_s:.1f} s")
-                header = (
-                    f"{'mode':28} {'R@5':>6} {'R@10':>6} {'R@20':>6} {'S@5':>6}"
-                    f" {'p50 ms':>7} {'p95 ms':>7}   R@10 by category"
-                )
-                print(header)
+                print(f"{'mode':{LABEL_WIDTH}} {HEADER}")
+
+                report = partial(record, results["runs"], embedder.name, ingest_s)
                 configs = configurations(args.sweep)
                 if args.bm25 and name == names[0]:  # lexical: the same for every embedder
                     configs = [("lexical BM25 (outside memstore)", {"bm25": True}), *configs]
@@ -340,20 +671,13 @@ def main() -> int:
                             evaluate_bm25(store, ns, dia_ids, conversation.questions, scores)
                         else:
                             evaluate(ns, dia_ids, conversation.questions, scores, **recall_args)
-                    s = summary(scores)
-                    cats = " ".join(
-                        f"{c[:6]}={v:.3f}" for c, v in s["turn_recall_at_10_by_category"].items()
+                    report(label, scores)
+                if args.activation:
+                    results["activation"][embedder.name] = activation_benchmark(
+                        store, conversations, loaded, args.sweep, report
                     )
-                    print(
-                        f"{label:28} {s['turn_recall'][5]:6.3f} {s['turn_recall'][10]:6.3f}"
-                        f" {s['turn_recall'][20]:6.3f} {s['session_recall'][5]:6.3f}"
-                        f" {s['latency_ms']['p50']:7.1f} {s['latency_ms']['p95']:7.1f}   {cats}"
-                    )
-                    results["runs"].append(
-                        {"embedder": embedder.name, "config": label, "ingest_s": ingest_s, **s}
-                    )
-    if args.output:
-        args.output.write_text(json.dumps(results, indent=2))
+            if args.output:  # rewritten after each embedder
+                args.output.write_text(json.dumps(results, indent=2))
     return 0
 
 
