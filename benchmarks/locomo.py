@@ -425,12 +425,15 @@ FLAT_SALIENCE = {"importance_weight": 0.0, "actr_threshold": -50.0}
 
 def activation_runs(sweep: bool) -> list[ActivationRun]:
     runs = [
+        # Product behaviour with memstore's additive option (ActivationParams.neighbour_share).
+        ActivationRun("d1 λ=0.3 (product)", 1, {"neighbour_share": 0.3}, ()),
+        ActivationRun("d1 flat λ=0.3 (product)", 1, {**FLAT_SALIENCE, "neighbour_share": 0.3}, ()),
         ActivationRun("d1", 1, {}),
         ActivationRun("d2", 2, {}),
         ActivationRun("d1 sim off", 1, {**FLAT_SALIENCE, "similarity_floor": 1.0}),
     ]
     if sweep:
-        runs[0] = ActivationRun("d1", 1, {}, (0.1, 0.2, 0.3, 0.5, 1.0))
+        runs[2] = ActivationRun("d1", 1, {}, (0.1, 0.2, 0.3, 0.5, 1.0))
         runs += [
             ActivationRun("d1 flat", 1, FLAT_SALIENCE, (0.2, 0.3, 0.5)),
             ActivationRun(

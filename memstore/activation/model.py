@@ -65,6 +65,10 @@ class ActivationParams(BaseModel):
     never_working_memory: frozenset[str] = NEVER_WORKING_MEMORY
     non_suppressible_layers: frozenset[Annotated[int, Field(ge=0, le=LAYER_MAX)]] = frozenset({0})
     """Layers that a higher layer's inhibitory edge cannot suppress (0 = SAFETY)."""
+    neighbour_share: Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False)] = 0.0
+    """λ: add λ × Σ w_eff × activation of each node's excitatory in-neighbours to its
+    activation (0: plain max-product spreading). On LoCoMo, where a turn's
+    neighbours carry the context that answers, λ = 0.3 measured best."""
     hebbian_rate: Unit = 0.1
     """η in hebb ← hebb + η(1 − hebb), for each co-activated edge."""
     access_ring_size: Annotated[int, Field(ge=1, le=64)] = 32

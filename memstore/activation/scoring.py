@@ -15,6 +15,8 @@ Pure functions of arrays: no database, no clock. The formulas:
   in-edges; a source in a lower layer has already fired and acts with its
   final activation, others with their excitatory strength; a target in a
   non-suppressible layer ignores sources in higher layers;
+- optionally (``neighbour_share`` λ > 0), an additive term: activation(n) +=
+  λ × Σ w_eff × activation(m) over n's excitatory in-edges (after inhibition);
 - working memory: nodes whose activation reaches their type's threshold
   (never InternalStateEvent or Tag), strongest first (ties: lower layer, then id).
 """
@@ -205,6 +207,15 @@ def inhibit(
     return final
 
 
+def neighbour_sum(
+    activation: FloatArray, src: IntArray, dst: IntArray, w_eff: FloatArray
+) -> FloatArray:
+    """Σ over each node's (excitatory) in-edges of w_eff × the source's activation."""
+    total = np.zeros(len(activation))
+    np.add.at(total, dst, w_eff * activation[src])
+    return total
+
+
 def score(
     nb: Neighbourhood,
     seed_ids: IntArray,
@@ -244,6 +255,10 @@ def score(
     final = inhibit(
         raw, nb.node_layer, src[inh], dst[inh], w_eff[inh], params.non_suppressible_layers
     )
+    if params.neighbour_share > 0:
+        final = final + params.neighbour_share * neighbour_sum(
+            final, src[exc], dst[exc], w_eff[exc]
+        )
     thresholds = np.array([params.threshold(t) for t in nb.node_type], dtype=np.float64)
     eligible = np.array(
         [t not in params.never_working_memory for t in nb.node_type], dtype=np.bool_
@@ -278,6 +293,7 @@ __all__ = [
     "effective_weight",
     "index_of",
     "inhibit",
+    "neighbour_sum",
     "propagate",
     "salience",
     "score",

@@ -174,3 +174,30 @@ def test_working_memory_honours_type_thresholds_and_never_types():
     # The faint Safety node fires; the Memory at the same strength does not; Tag never.
     assert chosen == [1, 2]
     assert scores.final[3] > scores.final[1]  # the Tag was strongly activated all the same
+
+
+def test_neighbour_share_adds_a_share_of_the_in_neighbours_activation():
+    # 1 -> 2 (w 0.5), 3 -> 2 (w 1.0): seeds 1 and 3; no query, salience from the fixture.
+    nb = _neighbourhood([1, 2, 3], [(1, 2, 0.5), (3, 2, 1.0)])
+    plain = score(
+        nb,
+        np.array([1, 3], dtype=np.int64),
+        np.array([1.0, 0.4]),
+        depth=1,
+        limit=10,
+        has_query=False,
+        params=ActivationParams(),
+    )
+    summed = score(
+        nb,
+        np.array([1, 3], dtype=np.int64),
+        np.array([1.0, 0.4]),
+        depth=1,
+        limit=10,
+        has_query=False,
+        params=ActivationParams(neighbour_share=0.3),
+    )
+    expected = plain.final.copy()
+    expected[1] += 0.3 * (0.5 * plain.final[0] + 1.0 * plain.final[2])
+    assert summed.final == pytest.approx(expected)
+    assert summed.final[0] == plain.final[0]  # seeds without in-edges are unchanged
