@@ -184,6 +184,36 @@ class NodeRedactedError(NodeStateError):
     """The node's content was erased."""
 
 
+class ProtectedNodeError(NodeStateError):
+    """The node is protected (identity, values): only ``ns.cultivate(...)`` may change it."""
+
+
+class ProposalNotFoundError(NotFoundError):
+    """No proposal with that id in this namespace."""
+
+
+class OperationRejectedError(MemstoreError):
+    """The law rejected an operation; nothing was written.
+
+    ``receipt`` is the :class:`~memstore.law.receipt.Receipt` with each reason.
+    """
+
+    def __init__(self, message: str, *, receipt: Any):
+        super().__init__(message)
+        self.receipt = receipt
+
+
+class SleepResidueError(OperationRejectedError):
+    """A forced sleep left short-term memories unaccounted for; nothing was written.
+
+    ``residue`` lists their ids.
+    """
+
+    def __init__(self, message: str, *, receipt: Any, residue: list[int]):
+        super().__init__(message, receipt=receipt)
+        self.residue = residue
+
+
 class StoreClosedError(MemstoreError):
     """The store was used after :meth:`MemoryStore.close`."""
 

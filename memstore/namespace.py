@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -34,6 +34,12 @@ from memstore.graph.rows import (
     namespace_stats,
 )
 from memstore.inputs import validated
+from memstore.law.consolidate import Distiller
+from memstore.law.ops import Operation, Phase
+from memstore.law.policy import Policy
+from memstore.law.receipt import Receipt
+from memstore.lifecycle import Review
+from memstore.lifecycle import service as lifecycle
 from memstore.models import (
     Edge,
     EmbeddingStatus,
@@ -141,6 +147,102 @@ class Namespace:
         """The record of consolidation ("sleep") events."""
         return Consolidation(self)
 
+    # --- the lifecycle law (docs/lifecycle.md) -------------------------------------
+
+    @cached_property
+    def review(self) -> Review:
+        """The human review queue: pending proposals, accept and reject."""
+        return Review(self)
+
+    def apply(
+        self,
+        ops: Sequence[Operation | Mapping[str, Any] | str],
+        *,
+        phase: Phase,
+        actor: str | None = None,
+        atomic: bool = True,
+    ) -> Receipt:
+        """Judge a batch of typed operations by the law, then apply the accepted ones.
+
+        ``ops`` are operation models, dicts or JSON strings (what an LLM emits);
+        ``phase`` is ``"wake"``, ``"rumination"``, ``"sleep"`` or ``"review"``.
+        Every operation is accepted or rejected with a reason. By default
+        (``atomic=True``) one rejection means nothing is written and
+        ``receipt.applied`` is False; with ``atomic=False`` the accepted
+        operations are applied and the rejected ones are recorded. An applied
+        batch is one transaction and leaves one ``memstore.operations`` row per
+        operation.
+
+        >>> receipt = ns.apply([{"op": "record_short_term", "anatomy": {...}}],
+        ...                    phase="rumination", actor="agent")  # doctest: +SKIP
+        >>> receipt.accepted[0].nodes                                # doctest: +SKIP
+        [42]
+        """
+        return lifecycle.apply(self, ops, phase=phase, actor=actor, atomic=atomic)
+
+    def sleep(
+        self,
+        ops: Sequence[Operation | Mapping[str, Any] | str] | None = None,
+        *,
+        forced: bool = False,
+        actor: str | None = None,
+        distiller: Distiller | None = None,
+        older_than: timedelta | None = None,
+    ) -> Receipt:
+        """Consolidate short-term memory: a batch in the ``sleep`` phase.
+
+        The short-term memories under pressure are the alive ones (recorded at
+        least ``older_than`` ago, when given). With ``ops=None`` the
+        ``distiller`` (by default the model-free
+        :class:`~memstore.law.consolidate.Consolidator`) proposes the
+        operations. ``receipt.residue`` lists what is still alive afterwards.
+        With ``forced=True`` the pass must account for every one of them
+        (distilled, merged into incubation, or pruned with a reason): otherwise
+        it raises :class:`~memstore.errors.SleepResidueError` and writes nothing.
+        """
+        return lifecycle.sleep(
+            self, ops, forced=forced, actor=actor, distiller=distiller, older_than=older_than
+        )
+
+    def cultivate(
+        self,
+        node_id: int,
+        content: str | None = None,
+        *,
+        reason: str,
+        actor: str,
+        retire: bool = False,
+        **changes: Any,
+    ) -> Node:
+        """The one sanctioned change to a protected node (identity, values).
+
+        Writes a new version (``content`` and ``changes``, like :meth:`revise`;
+        the new version stays protected), or with ``retire=True`` tombstones
+        it. The actor and reason are recorded in ``memstore.operations``
+        (op ``cultivate``) as well as on the supersession or tombstone.
+        """
+        return lifecycle.cultivate(
+            self, node_id, content, reason=reason, actor=actor, retire=retire, changes=changes
+        )
+
+    def policy(self) -> Policy:
+        """The namespace's law policy (refused kinds and operations, review, limits)."""
+        with self.transaction() as tx:
+            return lifecycle.read_policy(tx)
+
+    def set_policy(
+        self, policy: Policy | Mapping[str, Any], *, reason: str, actor: str | None = None
+    ) -> Policy:
+        """Replace the namespace's policy; each version is kept, with its reason."""
+        return lifecycle.set_policy(
+            self,
+            dict(policy) if isinstance(policy, Mapping) else policy,
+            reason=reason,
+            actor=actor,
+        )
+
+    # --- context -----------------------------------------------------------------------
+
     def recall_context(
         self,
         query: str,
@@ -183,7 +285,8 @@ class Namespace:
         """Retire every current memory of the namespace with a tombstone; returns how many.
 
         No row is deleted: each tombstone names ``reason``, and every memory
-        stays recoverable from the audit trail.
+        stays recoverable from the audit trail. Protected nodes (identity and
+        values) are kept: only :meth:`cultivate` changes or retires them.
         """
         return summary.clear(self, reason, actor)
 

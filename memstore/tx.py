@@ -28,6 +28,7 @@ from memstore.errors import (
     NodeRedactedError,
     NodeSupersededError,
     NodeTombstonedError,
+    ProtectedNodeError,
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
@@ -49,6 +50,9 @@ class NamespaceTransaction:
         self.conn = conn
         self.id = namespace.id
         self.name = namespace.name
+        # Set only by Namespace.cultivate, the one sanctioned door into
+        # protected nodes (it records its actor and reason).
+        self.cultivating = False
 
     # --- writing ----------------------------------------------------------------
 
@@ -97,6 +101,11 @@ class NamespaceTransaction:
                     f"node {end} is {ends[end].status.value}: it cannot be linked",
                     node_id=end,
                 )
+        if ends[link.dst].protected and not self.cultivating:
+            raise ProtectedNodeError(
+                f"node {link.dst} is protected: only ns.cultivate(...) may link into it",
+                node_id=link.dst,
+            )
         edge_id = insert_edge(self.conn, self.id, link.model_dump())
         return fetch_edges(self.conn, self.id, self.name, [edge_id])[edge_id]
 
@@ -104,6 +113,11 @@ class NamespaceTransaction:
         """See :meth:`memstore.namespace.Namespace.revise`."""
         reason = checked_reason(reason)
         old = self.current(node_id)
+        if old.protected and not self.cultivating:
+            raise ProtectedNodeError(
+                f"node {node_id} is protected: only ns.cultivate(...) may revise it",
+                node_id=node_id,
+            )
         carried = old.model_dump(include=set(MemoryInput.model_fields) - {"embedding"})
         carried.update(changes, content=content)
         item = validated(MemoryInput, **carried)
@@ -140,8 +154,15 @@ class NamespaceTransaction:
         if target not in ("node", "edge"):
             raise InvalidInputError("target must be 'node' or 'edge'", field="target")
         if target == "node":
-            if not fetch_nodes(self.conn, self.id, self.name, [target_id]):
+            found = fetch_nodes(self.conn, self.id, self.name, [target_id])
+            if not found:
                 self.raise_missing(target_id)
+            if found[target_id].protected and not self.cultivating:
+                raise ProtectedNodeError(
+                    f"node {target_id} is protected: it cannot be forgotten "
+                    "(ns.cultivate(...) revises it; ns.redact(...) erases it)",
+                    node_id=target_id,
+                )
         elif not fetch_edges(self.conn, self.id, self.name, [target_id]):
             raise EdgeNotFoundError(
                 f"edge {target_id} does not exist in namespace {self.name!r}",

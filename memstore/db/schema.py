@@ -340,6 +340,9 @@ proposals = Table(
     Column("decided_by", Text, nullable=True),
     Column("decided_at", TSTZ, nullable=True),
     Column("decision_reason", Text, nullable=True),
+    # What the proposal rests on (anchors: node ids, quotes, links), for the
+    # reviewer. Last, as migration 0011 added it.
+    Column("evidence", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
     PrimaryKeyConstraint("namespace_id", "id", name="pk_proposals"),
     _namespace_fk("proposals"),
     CheckConstraint("status IN ('pending', 'accepted', 'rejected')", name="status_known"),

@@ -54,6 +54,7 @@ CLEAR = sa.text(
     SELECT :ns, 'node', n.id, :reason, :actor
     FROM memstore.nodes n
     WHERE n.namespace_id = :ns
+      AND NOT n.protected
       AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
                       WHERE t.namespace_id = :ns AND t.node_id = n.id)
       AND NOT EXISTS (SELECT 1 FROM memstore.supersessions s
@@ -115,7 +116,10 @@ def summarise(ns: Namespace) -> NamespaceSummary:
 
 
 def clear(ns: Namespace, reason: str, actor: str | None) -> int:
-    """Tombstone every current node of the namespace; returns how many. Nothing is deleted."""
+    """Tombstone every current node of the namespace; returns how many. Nothing is deleted.
+
+    Protected nodes (identity, values) stay: only ``ns.cultivate(...)`` retires them.
+    """
     reason = checked_reason(reason)
     with ns.transaction() as tx:
         done = tx.conn.execute(

@@ -1,5 +1,5 @@
-"""Imports point downward only: cli -> store/namespace/tx -> core (graph, recall, embedding,
-activation) -> db.
+"""Imports point downward only: cli -> store/namespace/tx/tiers/lifecycle -> core (graph,
+recall, embedding, activation) -> db; the law (memstore.law) is pure and touches no database.
 
 models, errors and config are leaves: they import nothing above them.
 """
@@ -18,10 +18,12 @@ SERVICES = (
     "memstore.namespace",
     "memstore.tx",
     "memstore.tiers",
+    "memstore.lifecycle",
     "memstore.store",
     "memstore.cli",
 )
 CORE = ("memstore.graph", "memstore.recall", "memstore.embedding", "memstore.activation")
+# The law is pure: it may import the API models and nothing that reaches a database.
 FORBIDDEN = {
     "db": CORE + SERVICES,
     "graph": SERVICES,
@@ -31,6 +33,8 @@ FORBIDDEN = {
     "namespace": ("memstore.store", "memstore.cli"),
     "tx": ("memstore.store", "memstore.cli"),
     "tiers": ("memstore.store", "memstore.cli"),
+    "lifecycle": ("memstore.store", "memstore.cli"),
+    "law": ("memstore.db", *CORE, *SERVICES),
     "inputs": ("memstore.db", *CORE, *SERVICES),
     "store": ("memstore.cli",),
     "errors": ("memstore.",),

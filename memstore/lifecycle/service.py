@@ -1,0 +1,313 @@
+"""The namespace verbs of the lifecycle law: apply, sleep, cultivate, and the policy.
+
+:class:`~memstore.namespace.Namespace` delegates here; each verb is one
+transaction. docs/lifecycle.md is the guide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sqlalchemy as sa
+from pydantic import ValidationError
+
+from memstore.db.schema import embeddings, nodes, operations
+from memstore.errors import InvalidInputError, SleepResidueError
+from memstore.inputs import checked_reason
+from memstore.law.consolidate import (
+    Consolidator,
+    Distiller,
+    ShortTermRecord,
+    SleepInput,
+    normalised,
+)
+from memstore.law.law import PHASES
+from memstore.law.ops import ANCHOR_MISSING, Anatomy, Phase
+from memstore.law.policy import INCUBATION, POLICY, SHORT_TERM, Policy
+from memstore.law.receipt import Receipt
+from memstore.models import MemoryInput, Node
+
+from ..tiers.common import current_entries, lock_key, now, remember_fresh
+from .apply import Rejected, apply_in
+
+if TYPE_CHECKING:
+    from memstore.namespace import Namespace
+    from memstore.tx import NamespaceTransaction
+
+POLICY_LABEL = "law"
+POLICY_TYPE = "NamespacePolicy"
+
+
+def checked_actor(actor: object, default: str | None = None) -> str:
+    """A non-blank actor name of at most 200 characters."""
+    if actor is None and default is not None:
+        return default
+    if not isinstance(actor, str) or not actor.strip() or "\x00" in actor or len(actor) > 200:
+        raise InvalidInputError(
+            "actor must be a non-blank name of at most 200 characters", field="actor"
+        )
+    return actor.strip()
+
+
+def _checked_batch(ops: object) -> list[Any]:
+    if isinstance(ops, str | bytes | dict) or not isinstance(ops, Sequence):
+        raise InvalidInputError("ops must be a list of operations (models or dicts)", field="ops")
+    return list(ops)
+
+
+def _checked_phase(phase: object) -> Phase:
+    if phase not in PHASES:
+        raise InvalidInputError(f"phase must be one of {', '.join(PHASES)}", field="phase")
+    return phase  # type: ignore[return-value]
+
+
+def apply(
+    ns: Namespace, ops: Sequence[Any], *, phase: Phase, actor: str | None, atomic: bool
+) -> Receipt:
+    """See :meth:`memstore.namespace.Namespace.apply`."""
+    batch = _checked_batch(ops)
+    phase = _checked_phase(phase)
+    who = checked_actor(actor, ns.settings.actor)
+    try:
+        with ns.transaction() as tx:
+            return apply_in(
+                tx, batch, phase=phase, actor=who, policy=read_policy(tx), atomic=atomic
+            )
+    except Rejected as rejected:
+        return rejected.receipt
+
+
+# --- sleep -------------------------------------------------------------------------------
+
+
+class _Residue(Exception):
+    def __init__(self, receipt: Receipt, residue: list[int]):
+        super().__init__()
+        self.receipt = receipt
+        self.residue = residue
+
+
+def sleep(
+    ns: Namespace,
+    ops: Sequence[Any] | None,
+    *,
+    forced: bool,
+    actor: str | None,
+    distiller: Distiller | None,
+    older_than: timedelta | None,
+) -> Receipt:
+    """See :meth:`memstore.namespace.Namespace.sleep`."""
+    who = checked_actor(actor, ns.settings.actor)
+    if older_than is not None and (
+        not isinstance(older_than, timedelta) or older_than < timedelta(0)
+    ):
+        raise InvalidInputError("older_than must be a non-negative timedelta", field="older_than")
+    batch = None if ops is None else _checked_batch(ops)
+
+    def account(_parsed: Sequence[Any], receipt: Receipt) -> None:
+        residue = sorted(pressure - _accounted(receipt))
+        if forced and residue:
+            raise _Residue(receipt, residue)
+
+    pressure: set[int] = set()
+    try:
+        with ns.transaction() as tx:
+            lock_key(tx, "lifecycle")
+            records = short_term_records(tx, older_than)
+            pressure = {record.id for record in records}
+            if batch is None:
+                given = SleepInput(records=records, incubations=incubations(tx))
+                batch = list((distiller or Consolidator())(given))
+            receipt = apply_in(
+                tx,
+                batch,
+                phase="sleep",
+                actor=who,
+                policy=read_policy(tx),
+                on_judged=account,
+            )
+    except Rejected as rejected:
+        if forced:
+            raise SleepResidueError(
+                f"forced sleep wrote nothing: {rejected.receipt.summary()}",
+                receipt=rejected.receipt,
+                residue=sorted(pressure),
+            ) from None
+        return rejected.receipt.model_copy(update={"residue": sorted(pressure)})
+    except _Residue as left:
+        raise SleepResidueError(
+            f"forced sleep wrote nothing: {len(left.residue)} short-term memories were not "
+            f"accounted for (distilled, merged into incubation or pruned): {left.residue[:20]}",
+            receipt=left.receipt,
+            residue=left.residue,
+        ) from None
+    return receipt.model_copy(update={"residue": sorted(pressure - _accounted(receipt))})
+
+
+def _accounted(receipt: Receipt) -> set[int]:
+    return {node for result in receipt.results if result.applied for node in result.accounted}
+
+
+def short_term_records(
+    tx: NamespaceTransaction, older_than: timedelta | None = None
+) -> list[ShortTermRecord]:
+    """The short-term memories under pressure (alive; recorded before ``older_than`` ago)."""
+    where = None
+    if older_than is not None:
+        where = nodes.c.recorded_at <= now(tx.conn) - older_than
+    found = current_entries(tx.conn, tx.namespace, SHORT_TERM, where=where)
+    vectors = _vectors(tx, [node.id for node in found])
+    return [
+        ShortTermRecord(
+            id=node.id,
+            content=node.content,
+            anatomy=_anatomy(node),
+            salience=float(node.data.get("salience", node.importance)),
+            confidence=node.confidence,
+            vector=vectors.get(node.id),
+        )
+        for node in found
+    ]
+
+
+def _anatomy(node: Node) -> Anatomy:
+    try:
+        return Anatomy.model_validate(node.data.get("anatomy"))
+    except ValidationError:
+        # A record written outside the law (plain remember with tier short_term).
+        return Anatomy(
+            target=(node.label or node.subject or "unsorted")[:200],
+            claim_or_question=node.content[:2000],
+            tension="not recorded",
+            action_implication="not recorded",
+            anchors=[ANCHOR_MISSING],
+        )
+
+
+def _vectors(tx: NamespaceTransaction, ids: list[int]) -> dict[int, np.ndarray[Any, Any]]:
+    if not ids:
+        return {}
+    rows = tx.conn.execute(
+        sa.select(embeddings.c.node_id, embeddings.c.embedding).where(
+            embeddings.c.namespace_id == tx.id,
+            embeddings.c.model == tx.namespace.embedder.name,
+            embeddings.c.node_id.in_(ids),
+        )
+    )
+    return {int(node_id): np.asarray(vector, dtype=np.float32) for node_id, vector in rows}
+
+
+def incubations(tx: NamespaceTransaction) -> dict[str, int]:
+    """Target (normalised) → its current incubation node."""
+    found = current_entries(tx.conn, tx.namespace, INCUBATION)
+    return {normalised(node.label or ""): node.id for node in reversed(found)}
+
+
+# --- cultivate ----------------------------------------------------------------------------
+
+
+def cultivate(
+    ns: Namespace,
+    node_id: int,
+    content: str | None,
+    *,
+    reason: str,
+    actor: str,
+    retire: bool,
+    changes: dict[str, Any],
+) -> Node:
+    """See :meth:`memstore.namespace.Namespace.cultivate`."""
+    reason = checked_reason(reason)
+    who = checked_actor(actor)
+    if retire and (content is not None or changes):
+        raise InvalidInputError("cultivate either retires a node or revises it, not both")
+    if not retire and content is None:
+        raise InvalidInputError("cultivate needs the new content (or retire=True)", field="content")
+    with ns.transaction() as tx:
+        node = tx.current(node_id)
+        if not node.protected:
+            raise InvalidInputError(
+                f"node {node_id} is not protected: use revise or forget", field="node_id"
+            )
+        tx.cultivating = True
+        if retire:
+            tx.forget(node_id, reason=reason, actor=who)
+            result = tx.node(node_id)
+        else:
+            assert content is not None
+            result = tx.revise(node_id, content, reason=reason, actor=who, **changes)
+        payload = {"node_id": node_id, "content": content, "retire": retire, "changes": changes}
+        tx.conn.execute(
+            sa.insert(operations).values(
+                namespace_id=tx.id,
+                op="cultivate",
+                phase="cultivate",
+                actor=who,
+                outcome="accepted",
+                reason=reason,
+                payload=json.loads(json.dumps(payload, default=str)),
+                receipt={"nodes": [result.id], "applied": True},
+            )
+        )
+        return result
+
+
+# --- the namespace policy -------------------------------------------------------------------
+
+
+def read_policy(tx: NamespaceTransaction) -> Policy:
+    """The namespace's current policy (the default when none was set)."""
+    found = current_entries(tx.conn, tx.namespace, POLICY, label=POLICY_LABEL, limit=1)
+    return Policy.model_validate(found[0].data["policy"]) if found else Policy()
+
+
+def set_policy(
+    ns: Namespace, policy: Policy | dict[str, Any], *, reason: str, actor: str | None
+) -> Policy:
+    """See :meth:`memstore.namespace.Namespace.set_policy`."""
+    reason = checked_reason(reason)
+    who = checked_actor(actor, ns.settings.actor)
+    try:
+        given = policy if isinstance(policy, Policy) else Policy.model_validate(policy)
+    except ValidationError as exc:
+        raise InvalidInputError(
+            f"invalid policy: {exc.errors()[0]['msg']}", field="policy"
+        ) from None
+    data = {"policy": given.model_dump(mode="json")}
+    content = "namespace policy: " + json.dumps(data["policy"], sort_keys=True)
+    with ns.transaction() as tx:
+        lock_key(tx, POLICY, POLICY_LABEL)
+        current = current_entries(tx.conn, ns, POLICY, label=POLICY_LABEL, limit=1)
+        if current and Policy.model_validate(current[0].data["policy"]) == given:
+            return given
+        if current:
+            tx.revise(
+                current[0].id,
+                content,
+                reason=reason,
+                actor=who,
+                data=data,
+                # A policy may return to an earlier one: each version is its own node.
+                dedupe_key=f"policy:{current[0].id}",
+            )
+        else:
+            remember_fresh(
+                tx,
+                MemoryInput(
+                    content=content,
+                    kind="working",
+                    node_type=POLICY_TYPE,
+                    tier=POLICY,
+                    label=POLICY_LABEL,
+                    data=data,
+                    actor=who,
+                ),
+            )
+    return given
+
+
+__all__ = ["apply", "checked_actor", "cultivate", "read_policy", "set_policy", "sleep"]
