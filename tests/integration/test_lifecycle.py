@@ -218,11 +218,12 @@ def test_revision_retires_the_superseded_memory_with_its_reason(ns, database_url
     assert new.content == ns.get(node_id).content
     assert (new.data["epistemic_tier"], new.data["disposition"]) == ("lesson", "provisional")
     with psycopg.connect(database_url) as conn:
-        reason, actor = conn.execute(
-            "SELECT reason, actor FROM memstore.supersessions WHERE namespace_id = %s AND old_id = %s",
+        link = conn.execute(
+            "SELECT reason, actor FROM memstore.supersessions"
+            " WHERE namespace_id = %s AND old_id = %s",
             (ns.id, node_id),
         ).fetchone()
-    assert (reason, actor) == ("seen on three more Fridays", "sleeper")
+    assert link == ("seen on three more Fridays", "sleeper")
 
 
 def test_an_illegal_disposition_transition_is_rejected(ns, database_url):
@@ -352,7 +353,7 @@ def test_protected_nodes_refuse_every_door_but_cultivate(ns, database_url):
     new = ns.cultivate(identity, "I tell the truth kindly", reason="therapy", actor="alice")
     assert new.protected and ns.get(identity).superseded_by == new.id
     rows = operations_rows(database_url, ns.id)
-    op, phase, actor, outcome, reason, payload, _ = rows[-1]
+    op, _phase, actor, outcome, reason, payload, _ = rows[-1]
     assert (op, actor, outcome, reason, payload["node_id"]) == (
         "cultivate",
         "alice",
@@ -512,7 +513,7 @@ def test_every_short_term_memory_is_alive_or_accounted_for_exactly_once(store, d
             " GROUP BY 1",
             (ns.id,),
         ).fetchall()
-    times = dict(accounted)
+    times: dict[int, int] = dict(accounted)
     for node_id in set(known):
         alive = ns.get(node_id).status is NodeStatus.CURRENT
         assert alive != (times.get(node_id, 0) == 1), (node_id, times.get(node_id))

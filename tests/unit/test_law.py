@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from memstore.law import Facts, NodeFacts, Policy, ProposalFacts, judge, parse_operation
 from memstore.law.consolidate import Consolidator, ShortTermRecord, SleepInput
 from memstore.law.law import PERMITTED, transition_error
-from memstore.law.ops import ANCHOR_MISSING, OP_NAMES, Anatomy, Unparsed
+from memstore.law.ops import ANCHOR_MISSING, OP_NAMES, Anatomy, Distill, Unparsed
 from memstore.models import NodeStatus
 
 ANATOMY = {
@@ -303,11 +304,11 @@ def test_consolidator_accounts_for_every_record_exactly_once():
         accounted += getattr(op, "ids", []) if op.op == "prune_short_term" else []
         accounted += getattr(op, "sources", [])
     assert sorted(accounted) == [1, 2, 3, 4, 5]
-    by_op = {op.op: op for op in ops if op.op != "distill"}
+    by_op: dict[str, Any] = {op.op: op for op in ops if op.op != "distill"}
     assert by_op["prune_short_term"].ids == [2]
     assert by_op["cluster_short_term"].ids == [1, 3]
     assert by_op["merge_into_incubation"].incubation_id == 77
-    maya = next(op for op in ops if op.op == "distill" and op.sources == [1, 3])
+    maya = next(op for op in ops if isinstance(op, Distill) and op.sources == [1, 3])
     assert maya.anatomy.anchors == ["t1", "t3"]
     assert maya.confidence == pytest.approx(0.75)
     judged = judge(
