@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memstore.cli import activation, memory, tiers
+from memstore.cli import activation, lifecycle, memory, tiers
 from memstore.cli.common import app, err, open_store, out, print_json, settings_of
 from memstore.cli.db import db_app
 from memstore.cli.demo import run_demo
@@ -23,6 +23,7 @@ app.add_typer(db_app, name="db")
 memory.register(app)
 activation.register(app)
 tiers.register(app)
+lifecycle.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

@@ -230,3 +230,41 @@ def test_tier_commands_and_the_context_packet(database_url):
     cli("lessons", "remove", str(lesson["id"]))
     bad = run("procedures", "add", "x", "--steps", "not json", "-n", "cli-tiers", url=database_url)
     assert bad.returncode == 1 and "--steps is not JSON" in bad.stderr
+
+
+def test_lifecycle_commands_apply_sleep_and_review(database_url, tmp_path):
+    def cli(
+        *args: str, code: int = 0, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = run(*args, "--namespace", "cli-law", url=database_url)
+        assert done.returncode == code, done.stderr + done.stdout
+        return done
+
+    anatomy = {
+        "target": "deploys",
+        "claim_or_question": "Deploys fail on Fridays",
+        "tension": "release day is Friday",
+        "action_implication": "move releases to Thursday",
+        "anchors": ["incident-12"],
+    }
+    batch = tmp_path / "ops.json"
+    batch.write_text(json.dumps([{"op": "record_short_term", "anatomy": anatomy, "salience": 0.9}]))
+    done = json.loads(cli("apply", str(batch), "--phase", "rumination", "--json").stdout)
+    assert done["applied"] and done["results"][0]["outcome"] == "accepted"
+    refused = cli("apply", str(batch), "--phase", "review", code=1)
+    assert "NOT applied" in refused.stdout and "does not permit" in refused.stdout
+    slept = json.loads(cli("sleep", "--forced", "--actor", "nightly", "--json").stdout)
+    assert slept["residue"] == [] and slept["results"][0]["op"] == "distill"
+
+    identity = {"op": "crystallize_identity", "anatomy": anatomy, "content": "I ship carefully"}
+    batch.write_text(
+        json.dumps({"op": "propose", "operation": identity, "rationale": "r", "evidence": ["e"]})
+    )
+    cli("apply", str(batch))
+    [pending] = json.loads(cli("review", "list", "--json").stdout)
+    assert pending["operation"]["op"] == "crystallize_identity"
+    assert json.loads(cli("review", "show", str(pending["id"])).stdout)["evidence"] == ["e"]
+    accepted = cli("review", "accept", str(pending["id"]), "--reviewer", "alice")
+    assert "applied" in accepted.stdout
+    again = cli("review", "reject", str(pending["id"]), "--reviewer", "a", "--reason", "r", code=1)
+    assert "already accepted" in again.stderr
