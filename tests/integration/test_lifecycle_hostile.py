@@ -119,7 +119,7 @@ def test_concurrent_sleeps_account_for_each_memory_once(store, database_url):
         thread.join(timeout=120)
     assert errors == []
     with psycopg.connect(database_url) as conn:
-        counts = dict(
+        counts: dict[int, int] = dict(
             conn.execute(
                 "SELECT (jsonb_array_elements_text(receipt->'accounted'))::bigint, count(*)"
                 " FROM memstore.operations WHERE namespace_id = %s GROUP BY 1",
