@@ -70,6 +70,7 @@ def run_demo(store: MemoryStore, console: Console) -> None:
             )
         console.print(table)
     show_activation(ns, console, allergy)
+    show_lifecycle(ns, console)
     show_context(ns, console)
 
 
@@ -109,6 +110,39 @@ def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
             "yes" if item.node.id in recalled else "no: reached through an edge",
         )
     console.print(table)
+
+
+def show_lifecycle(ns: Namespace, console: Console) -> None:
+    """The agent proposes memory changes as operations; the law decides; sleep consolidates."""
+    anatomy = {
+        "target": "Maya's dinner",
+        "tension": "the team dinner is at a Thai place",
+        "action_implication": "ask for a peanut-free menu",
+        "anchors": ["chat:demo#3"],
+    }
+    thoughts = [
+        {
+            "op": "record_short_term",
+            "anatomy": {**anatomy, "claim_or_question": claim},
+            "salience": 0.8,
+        }
+        for claim in ("Maya cannot eat peanuts", "Thai dishes often use peanuts")
+    ]
+    overreach = {"op": "remember", "content": "Maya hates Thai food", "kind": "semantic"}
+    refused = ns.apply([*thoughts, overreach], phase="rumination", actor="demo-agent")
+    table = Table("op", "outcome", "reason", title="rumination: the law judges the agent's batch")
+    for result in refused.results:
+        table.add_row(result.op or "?", result.outcome, result.reason or "")
+    console.print(table)
+    ns.apply(thoughts, phase="rumination", actor="demo-agent")
+    slept = ns.sleep(forced=True, actor="demo-sleep")
+    for result in slept.results:
+        if result.op == "distill":
+            memory = ns.get(result.nodes[0])
+            console.print(
+                f"sleep distilled {len(result.accounted)} short-term memory(ies) into durable"
+                f" memory #{memory.id}: {memory.content!r} (residue: {len(slept.residue)})"
+            )
 
 
 def show_context(ns: Namespace, console: Console) -> None:

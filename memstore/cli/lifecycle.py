@@ -1,4 +1,4 @@
-"""Lifecycle commands: apply a batch of operations, sleep, and the review queue (docs/lifecycle.md)."""
+"""Lifecycle commands: apply a batch of operations, sleep, the review queue (docs/lifecycle.md)."""
 
 from __future__ import annotations
 

@@ -190,6 +190,8 @@ def test_the_demo_shows_activation_reaching_what_recall_missed(database_url):
         assert "spreading activation" in done.stdout
         assert "no: reached through an edge" in done.stdout
         assert "constrained_by" in done.stdout
+        assert "does not permit remember" in done.stdout  # the law refused the overreach
+        assert "sleep distilled" in done.stdout and "(residue: 0)" in done.stdout
 
 
 def test_tier_commands_and_the_context_packet(database_url):
