@@ -59,7 +59,7 @@ query_terms AS MATERIALIZED (
     -- The query's lexemes (English stemming, stop words dropped) and their BM25
     -- inverse document frequency in this namespace. Counting a term's documents
     -- is a GIN index lookup.
-    SELECT t.term,
+    SELECT t.term, d.df,
            -- greatest(): the cached document count may lag behind new documents.
            ln(1 + (greatest(%(doc_count)s, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
     FROM (SELECT DISTINCT u.lexeme AS term
@@ -68,13 +68,27 @@ query_terms AS MATERIALIZED (
         SELECT count(*) AS df FROM memstore.nodes m
         WHERE m.namespace_id = %(ns)s AND m.search @@ quote_literal(t.term)::tsquery
     ) AS d
+), match_terms AS MATERIALIZED (
+    -- The terms a document must share to be scored. A term in many documents
+    -- adds little to BM25 (low idf) but makes every one of them a candidate:
+    -- one common word once selected 42 percent of a 100k namespace. So candidates
+    -- come from the rarer terms only: those in at most 5 percent of the documents,
+    -- plus, in order of document frequency, as many more as it takes for the
+    -- candidates to number at least the limit (a term in >= limit documents
+    -- guarantees it). Every query term still counts in the score.
+    SELECT string_agg(quote_literal(q.term), ' | ')::tsquery AS query
+    FROM query_terms q
+    WHERE q.df <= greatest(
+        0.05 * %(doc_count)s,
+        coalesce((SELECT min(r.df) FROM query_terms r WHERE r.df >= %(lexical_limit)s),
+                 'Infinity'::numeric))
 ), lexical AS MATERIALIZED (
-    -- Documents sharing any query term, ranked by Okapi BM25 (k1, b below).
+    -- Documents sharing a matching term, ranked by Okapi BM25 (k1, b below).
     SELECT n.id, {bm25} AS score
     FROM memstore.nodes n
     JOIN filtered f ON f.namespace_id = n.namespace_id AND f.id = n.id
     WHERE n.namespace_id = %(ns)s
-      AND n.search @@ replace(plainto_tsquery('english', %(text)s)::text, '&', '|')::tsquery
+      AND n.search @@ (SELECT query FROM match_terms)
     ORDER BY score DESC, n.id
     LIMIT %(lexical_limit)s
 ), lexical_ranked AS (

@@ -50,6 +50,20 @@ def test_lexical_recall_uses_stemmed_full_text(ns, facts):
     assert ns.recall("the of and", mode="lexical") == []  # only stop words
 
 
+def test_lexical_candidates_come_from_rare_terms_but_always_number_k(ns):
+    # "meeting" is in every document; "budget" in two of 200.
+    ns.remember_many([f"meeting note {i}: the weather was fine" for i in range(198)])
+    ns.remember_many(["meeting about the budget", "budget review meeting tomorrow"])
+    hits = ns.recall("meeting budget", mode="lexical", k=10)
+    assert {h.node.content for h in hits[:2]} == {
+        "meeting about the budget",
+        "budget review meeting tomorrow",
+    }
+    # Only two documents hold the rare term: common ones fill up the k.
+    assert len(hits) == 10
+    assert len(ns.recall("meeting", mode="lexical", k=10)) == 10  # no rare term at all
+
+
 def test_hybrid_combines_both_and_reports_the_parts(ns, facts):
     hits = ns.recall("who bakes bread", k=3)
     top = hits[0]
