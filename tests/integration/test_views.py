@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import psycopg
 import pytest
 
@@ -196,3 +199,19 @@ def test_operations_by_day_and_outcome(world, database_url):
         ("distill", "rejected", 1, 1, 1),
         ("revise", "accepted", 1, 1, 1),
     ]
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
+EXAMPLES = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S)
+
+
+def test_the_guide_has_a_dozen_examples():
+    assert len(EXAMPLES) >= 12
+
+
+@pytest.mark.parametrize("query", EXAMPLES, ids=[f"example-{i + 1}" for i in range(len(EXAMPLES))])
+def test_every_example_in_the_operators_guide_runs(world, database_url, query):
+    ns, _, _ = world
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(re.sub(r"\b42\b", str(ns.id), query)).fetchall()
+    assert rows, "each example answers something in a namespace that has every kind of row"
