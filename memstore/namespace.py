@@ -12,14 +12,14 @@ from typing import Any, TypeVar
 import numpy as np
 import sqlalchemy as sa
 from pydantic import BaseModel
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 
 from memstore import activation
 from memstore.activation import learning
 from memstore.activation.model import ActivateRequest, Activation, ActivationParams
 from memstore.config import Settings
-from memstore.db.schema import namespaces
-from memstore.db.transaction import transaction
+from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import (
@@ -88,19 +88,17 @@ def check_namespace_name(name: object) -> str:
 def open_namespace(engine: Engine, name: str, embedder: Embedder) -> int:
     """The namespace's id, creating it (and recording its embedder) on first use."""
     name = check_namespace_name(name)
+    settings = {"embedder": embedder.name, "dims": embedder.dims}
     with transaction(engine) as conn:
-        created = conn.execute(
-            sa.dialects.postgresql.insert(namespaces)
-            .values(name=name, settings={"embedder": embedder.name, "dims": embedder.dims})
-            .on_conflict_do_nothing(index_elements=["name"])
-            .returning(namespaces.c.id)
-        ).scalar_one_or_none()
-        if created is not None:
-            return int(created)
-        # Exact equality on the unique column: never LIKE, so '_' and '%' are just characters.
-        return int(
-            conn.execute(sa.select(namespaces.c.id).where(namespaces.c.name == name)).scalar_one()
-        )
+        # memstore.open_namespace (sql/07) compares the name exactly, never with
+        # LIKE, so '_' and '%' are just characters; it is also how a role confined
+        # by row-level security learns the id of a namespace it can name.
+        found = conn.execute(
+            sa.select(
+                sa.func.memstore.open_namespace(name, sa.cast(sa.literal(settings, JSONB), JSONB))
+            )
+        ).scalar_one()
+        return int(found)
 
 
 class Namespace:
@@ -299,8 +297,20 @@ class Namespace:
         ...     b = tx.remember("Maya is allergic to peanuts")
         ...     tx.link(a.id, b.id, relation="constrained_by")
         """
-        with transaction(self._engine) as conn:
+        with self.connection() as conn:
             yield NamespaceTransaction(self, conn)
+
+    @contextmanager
+    def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:
+        """A connection in one transaction scoped to this namespace (docs/security.md).
+
+        The transaction first declares the namespace and ``privacy_ceiling``
+        (default: every level) with ``SET LOCAL``, so row-level security
+        confines a non-owner role to them. Every namespace-scoped read and
+        write of the service opens its transaction here or in :meth:`transaction`.
+        """
+        with namespace_transaction(self._engine, self.id, privacy_ceiling=privacy_ceiling) as conn:
+            yield conn
 
     # --- writing ----------------------------------------------------------------
 
@@ -345,7 +355,7 @@ class Namespace:
         ]
         build_index_after = False
         ids: list[int] = []
-        with transaction(self._engine) as conn:
+        with self.connection() as conn:
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
             for start in range(0, len(parsed), batch_size):
                 batch, batch_texts = (
@@ -452,7 +462,7 @@ class Namespace:
             vector = self.embedder.embed([spec.text])[0]
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
-        with transaction(self._engine) as conn:
+        with self.connection(privacy_ceiling=spec.privacy_ceiling) as conn:
             return self.recall_in(conn, spec, vector)
 
     def activate(
@@ -501,7 +511,7 @@ class Namespace:
             vector = self.embedder.embed([request.query])[0]
             if not vector.any():
                 vector = None
-        with transaction(self._engine) as conn:
+        with self.connection(privacy_ceiling=request.privacy_ceiling) as conn:
             start: dict[int, float] = {}
             if request.seeds:
                 start = self._seed_ids(conn, request.seeds, request.as_of)
@@ -551,12 +561,12 @@ class Namespace:
             raise InvalidInputError(
                 "unused_for must be a non-negative timedelta", field="unused_for"
             )
-        with transaction(self._engine) as conn:
+        with self.connection() as conn:
             return learning.decay_hebbian(conn, self.id, float(factor), unused_for)
 
     def embedding_status(self) -> EmbeddingStatus:
         """Fresh, missing and stale vectors of this namespace for the store's embedder."""
-        with transaction(self._engine) as conn:
+        with self.connection() as conn:
             return cache.status(conn, self.id, self.name, self.embedder.name, self.embedder.dims)
 
     def rebuild_embeddings(

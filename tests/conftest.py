@@ -174,6 +174,23 @@ SELECT (SELECT id FROM ns), array_agg(id ORDER BY id) FROM n
 """
 
 
+def declare_namespace(conn: Connection, namespace_id: int, ceiling: int = 3) -> None:
+    """Declare the transaction's namespace and privacy ceiling, as the service does.
+
+    Outside a transaction block (autocommit) the settings last for the session:
+    only tests do that, to act like an operator's psql session.
+    """
+    scope = "LOCAL" if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE else ""
+    conn.execute(
+        sql.SQL("SET {} memstore.namespace_id = {}; SET {} memstore.privacy_ceiling = {}").format(
+            sql.SQL(scope),
+            sql.Literal(str(namespace_id)),
+            sql.SQL(scope),
+            sql.Literal(str(ceiling)),
+        )
+    )
+
+
 class Seed:
     """Ids of the rows :func:`seed` wrote into one fresh namespace."""
 
@@ -241,11 +258,15 @@ class Seed:
             " (%s, %s, 'test-3d', 3, '[0.3, 0.2, 0.1]', '\\x00')",
             (ns, self.home, ns, self.phone),
         )
-        self.redaction = self._one(
-            conn,
-            "SELECT memstore.redact_node(%s, %s, 'seed: erase a phone number', 'seed')",
-            (ns, self.phone),
-        )
+        # redact_node runs as memstore_redactor, which row-level security
+        # confines to the namespace the transaction declares.
+        with conn.transaction():
+            declare_namespace(conn, ns)
+            self.redaction = self._one(
+                conn,
+                "SELECT memstore.redact_node(%s, %s, 'seed: erase a phone number', 'seed')",
+                (ns, self.phone),
+            )
 
     @staticmethod
     def _one(conn: Connection, query: str, params: tuple[object, ...]) -> int:

@@ -10,9 +10,9 @@ from typing import Annotated
 import typer
 from sqlalchemy.engine import Engine
 
-from memstore.cli.common import out, settings_of
+from memstore.cli.common import err, out, settings_of
 from memstore.config import Settings
-from memstore.db import migrate
+from memstore.db import integrity, migrate, roles
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
 from memstore.db.transaction import transaction
@@ -78,10 +78,45 @@ def db_current(ctx: typer.Context) -> None:
 
 @db_app.command("check")
 def db_check(ctx: typer.Context) -> None:
-    """Exit 1, naming both revisions, unless the database is at the package's revision."""
+    """Exit 1 unless the schema is at the package's revision and its guards match sql/.
+
+    Guards: every append-only trigger (present, enabled, as defined), the
+    functions sql/ defines, row-level security and its policies on every
+    table, and the operator views' security_invoker (docs/security.md).
+    """
     with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
         migrate.require_current(conn)
+        found = integrity.problems(conn)
+    for problem in found:
+        err.print(f"error: {problem}", highlight=False)
+    if found:
+        raise typer.Exit(1)
     out.print(f"database schema is current (revision {migrate.head_revision()})")
+    out.print("triggers, functions, row-level security and views: all guards match sql/")
+
+
+@db_app.command("roles")
+def db_roles(
+    ctx: typer.Context,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Run the SQL on the database instead of printing it.")
+    ] = False,
+) -> None:
+    """Print (or --apply) the SQL for memstore_owner, memstore_app and memstore_reader.
+
+    Run after `memstore db upgrade`, and again after each upgrade. Applying
+    needs a superuser or a role with CREATEROLE (docs/security.md).
+    """
+    statement = roles.roles_sql()
+    if not apply:
+        sys.stdout.write(statement)
+        return
+    with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
+        migrate.require_current(conn)
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute(statement.encode())
+    out.print(f"roles {', '.join(roles.ROLES)} created or updated")
 
 
 @db_app.command("sql")

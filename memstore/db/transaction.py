@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
+from psycopg import sql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import translate_db_error
+from memstore.models import PRIVACY_MAX
 
 
 @contextmanager
@@ -25,3 +28,55 @@ def transaction(engine: Engine) -> Iterator[Connection]:
             yield conn
     except DBAPIError as exc:
         raise translate_db_error(exc) from exc
+
+
+# The per-transaction settings row-level security reads (sql/07_row_security.sql).
+NAMESPACE_SETTING = "memstore.namespace_id"
+CEILING_SETTING = "memstore.privacy_ceiling"
+
+
+def scope_statement(namespace_id: int, privacy_ceiling: int) -> sql.Composed:
+    """The literal ``SET LOCAL`` statements that declare a transaction's namespace and ceiling.
+
+    SET takes no bound parameters, so the values are rendered as quoted
+    literals — and only from validated integers, never from a name.
+
+    >>> scope_statement(42, 3).as_string(None)
+    "SET LOCAL memstore.namespace_id = '42'; SET LOCAL memstore.privacy_ceiling = '3'"
+    """
+    for value, what in ((namespace_id, "namespace id"), (privacy_ceiling, "privacy ceiling")):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"the {what} must be an int, not {type(value).__name__}")
+    if namespace_id < 1:
+        raise ValueError(f"a namespace id is positive, not {namespace_id}")
+    return sql.SQL("SET LOCAL {} = {}; SET LOCAL {} = {}").format(
+        sql.SQL(NAMESPACE_SETTING),
+        sql.Literal(str(namespace_id)),
+        sql.SQL(CEILING_SETTING),
+        sql.Literal(str(privacy_ceiling)),
+    )
+
+
+@contextmanager
+def namespace_transaction(
+    engine: Engine, namespace_id: int, *, privacy_ceiling: int | None = None
+) -> Iterator[Connection]:
+    """:func:`transaction`, scoped to one namespace for row-level security.
+
+    Its first statement declares the namespace and the caller's privacy
+    ceiling (default: every level) with ``SET LOCAL`` — never session state,
+    so a pooled connection cannot carry them into another transaction. Roles
+    that do not own the tables (``memstore_app``, ``memstore_reader``) then
+    see and change only this namespace's rows, and nodes up to the ceiling.
+    Every namespace-scoped transaction of the service opens here.
+    """
+    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
+    statement = scope_statement(namespace_id, ceiling)
+    with transaction(engine) as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        try:
+            raw.execute(statement)
+        except psycopg.Error as exc:
+            raise translate_db_error(exc) from exc
+        yield conn

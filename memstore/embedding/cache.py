@@ -27,7 +27,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.schema import embeddings, nodes, redactions
-from memstore.db.transaction import transaction
+from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding.base import Embedder, Vectors
 from memstore.errors import DimensionMismatchError, InvalidInputError
 from memstore.graph.content import source_hash
@@ -86,10 +86,13 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
     """Create the model's HNSW index if missing; True if this call built it.
 
     Building after a bulk load is far cheaper than inserting into a live
-    index, which is why bulk imports call this at the end.
+    index, which is why bulk imports call this at the end. A role that may not
+    create indexes on the table (``memstore_app`` has no DDL) builds nothing:
+    recall then scans exactly until the owner runs ``memstore embed rebuild``
+    (docs/security.md).
     """
     with transaction(engine) as conn:
-        if index_exists(conn, model, dims):
+        if index_exists(conn, model, dims) or not _may_create_index(conn):
             return False
         ddl = sql.SQL(
             "CREATE INDEX IF NOT EXISTS {name} ON memstore.embeddings"
@@ -107,6 +110,18 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
         raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
         raw.execute(ddl)
     return True
+
+
+def _may_create_index(conn: Connection) -> bool:
+    """Whether the current role owns memstore.embeddings (or is a superuser)."""
+    return bool(
+        conn.execute(
+            sa.text(
+                "SELECT pg_has_role(c.relowner, 'USAGE') FROM pg_class c"
+                " WHERE c.oid = 'memstore.embeddings'::regclass"
+            )
+        ).scalar_one()
+    )
 
 
 def upsert_vectors(
@@ -225,7 +240,7 @@ def rebuild(
     written = 0
     done: set[int] = set()
     while True:
-        with transaction(engine) as conn:
+        with namespace_transaction(engine, namespace_id) as conn:
             batch = conn.execute(
                 _needing_vectors(namespace_id, embedder.name).limit(batch_size)
             ).all()

@@ -7,6 +7,8 @@ on it. docs/lifecycle.md describes what each operation writes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -185,10 +187,39 @@ def record(tx: NamespaceTransaction, receipt: Receipt, parsed: Sequence[Any]) ->
     return receipt.model_copy(update={"results": results})
 
 
+# Fields of an operation that carry memory text. The log keeps their digest, not
+# the text: the text lives in nodes, where a redaction can erase it, and the
+# log still proves what was written (docs/lifecycle.md, docs/security.md).
+TEXT_FIELDS = frozenset(
+    {"content", "anatomy", "rationale", "note", "label", "data", "evidence", "changes", "subject"}
+)
+
+
+def digest(value: Any) -> dict[str, Any]:
+    """What the log keeps of a text (or structure of texts): its sha256 and size."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    encoded = text.encode("utf-8", "surrogatepass")
+    return {"sha256": hashlib.sha256(encoded).hexdigest(), "chars": len(text)}
+
+
 def _payload(op: Any) -> Any:
+    """The operation as the audit log keeps it: its shape, ids and numbers, text digested."""
     if isinstance(op, Unparsed):
-        return {"unparsed": op.payload}
-    return op.model_dump(mode="json", exclude={"embedding"})
+        shape = op.payload if isinstance(op.payload, dict) else {}
+        return {"unparsed": {"op": op.op, "keys": sorted(shape)[:50], **digest(op.payload)}}
+    return _scrubbed(op.model_dump(mode="json", exclude={"embedding"}))
+
+
+def _scrubbed(dumped: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in dumped.items():
+        if key == "operation" and isinstance(value, dict):
+            out[key] = _scrubbed(value)
+        elif key in TEXT_FIELDS and value is not None:
+            out[key] = digest(value)
+        else:
+            out[key] = value
+    return out
 
 
 class Applying:

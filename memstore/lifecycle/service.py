@@ -32,7 +32,7 @@ from memstore.law.receipt import Receipt
 from memstore.models import MemoryInput, Node
 
 from ..tiers.common import current_entries, lock_key, now, remember_fresh
-from .apply import Rejected, apply_in
+from .apply import Rejected, apply_in, digest
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
@@ -240,7 +240,13 @@ def cultivate(
         else:
             assert content is not None
             result = tx.revise(node_id, content, reason=reason, actor=who, **changes)
-        payload = {"node_id": node_id, "content": content, "retire": retire, "changes": changes}
+        # Digests, not text: redaction must be able to erase the words (see apply.digest).
+        payload = {
+            "node_id": node_id,
+            "content": None if content is None else digest(content),
+            "retire": retire,
+            "changes": digest(changes) if changes else None,
+        }
         tx.conn.execute(
             sa.insert(operations).values(
                 namespace_id=tx.id,

@@ -130,7 +130,31 @@ def test_partial_batches_apply_the_accepted_and_record_the_rejected(ns, database
     assert "not a valid operation" in receipt.results[1].reason
     rows = operations_rows(database_url, ns.id)
     assert [r[3] for r in rows] == ["accepted", "rejected", "rejected"]
-    assert rows[1][5] == {"unparsed": {"op": "teleport"}}
+    assert rows[1][5]["unparsed"]["op"] == "teleport"
+
+
+def test_the_audit_log_keeps_digests_of_memory_text_not_the_text(ns, database_url):
+    secret = "Maya's diagnosis is confidential"
+    receipt = ns.apply(
+        [{"op": "record_short_term", "anatomy": anatomy(claim=secret), "content": secret}],
+        phase="rumination",
+        actor="agent",
+    )
+    node_id = receipt.written[0]
+    ns.redact(node_id, reason="data-subject request", actor="dpo")
+    with psycopg.connect(database_url) as conn:
+        everywhere = conn.execute(
+            "SELECT count(*) FROM memstore.operations"
+            " WHERE namespace_id = %s AND (payload::text || receipt::text) LIKE %s",
+            (ns.id, "%diagnosis%"),
+        ).fetchone()
+        payload = conn.execute(
+            "SELECT payload FROM memstore.operations WHERE namespace_id = %s", (ns.id,)
+        ).fetchone()[0]  # type: ignore[index]
+    assert everywhere == (0,)
+    assert payload["content"]["chars"] == len(secret)
+    assert payload["salience"] == 0.5 and payload["op"] == "record_short_term"
+    assert ns.get(node_id).content == ""
 
 
 def test_bad_arguments_raise_before_anything_is_judged(ns, database_url):

@@ -17,7 +17,17 @@ from memstore.errors import (
     ImmutableRecordError,
     RedactionError,
 )
-from tests.conftest import with_database
+from tests.conftest import declare_namespace, with_database
+
+
+@pytest.fixture(autouse=True)
+def _declared(request):
+    """redact_node runs as memstore_redactor, which row-level security confines to
+    the declared namespace: declare the seed's, as the service does per transaction."""
+    if "seed" in request.fixturenames and "conn" in request.fixturenames:
+        declare_namespace(
+            request.getfixturevalue("conn"), request.getfixturevalue("seed").namespace_id
+        )
 
 
 def _node(conn, ns, node_id):
@@ -130,6 +140,7 @@ def test_an_ordinary_role_cannot_update_even_with_settings_nor_become_the_redact
     seed, ordinary_role
 ):
     with psycopg.connect(ordinary_role, autocommit=True) as app:
+        declare_namespace(app, seed.namespace_id)
         app.execute("SET memstore.redactor = 'on'")
         app.execute("SET application_name = 'memstore_redactor'")
         with pytest.raises(psycopg.Error) as exc:
@@ -180,6 +191,8 @@ def test_the_store_translates_refusals_into_named_errors(database_url, seed):
         assert exc.value.table == "nodes"
         assert "revise creates a new version" in str(exc.value)
         with pytest.raises(RedactionError, match="already redacted"), store.transaction() as tx:
+            tx.exec_driver_sql(f"SET LOCAL memstore.namespace_id = '{seed.namespace_id:d}'")
+            tx.exec_driver_sql("SET LOCAL memstore.privacy_ceiling = '3'")
             tx.execute(
                 sa.text("SELECT memstore.redact_node(:ns, :n, 'again', 'test')"),
                 {"ns": seed.namespace_id, "n": seed.phone},

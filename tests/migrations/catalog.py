@@ -39,6 +39,17 @@ _QUERIES = {
         ORDER BY 1""",
     "views": """
         SELECT viewname, definition FROM pg_views WHERE schemaname = 'memstore' ORDER BY 1""",
+    "policies": """
+        SELECT tablename, policyname, permissive, roles::text, cmd, qual, with_check
+        FROM pg_policies WHERE schemaname = 'memstore' ORDER BY 1, 2""",
+    "row_security": """
+        SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class
+        WHERE relnamespace = 'memstore'::regnamespace AND relkind = 'r'
+          AND relname <> 'alembic_version'
+        ORDER BY 1""",
+    "view_options": """
+        SELECT relname, reloptions::text FROM pg_class
+        WHERE relnamespace = 'memstore'::regnamespace AND relkind = 'v' ORDER BY 1""",
     # NULL means "the default privileges": compare it as what it means.
     "grants": """
         SELECT relname, coalesce(relacl, acldefault('r', relowner))::text FROM pg_class
@@ -52,7 +63,7 @@ _QUERIES = {
 
 
 def snapshot(url: str) -> dict[str, list[tuple[object, ...]]]:
-    """Columns, constraints, indexes, triggers, functions, views and grants of ``memstore``."""
+    """Columns, constraints, indexes, triggers, functions, views, policies and grants."""
     with psycopg.connect(url) as conn:
         return {name: conn.execute(query).fetchall() for name, query in _QUERIES.items()}
 

@@ -1,0 +1,139 @@
+"""The three roles a production deployment runs memstore as, as reviewable SQL.
+
+- ``memstore_owner`` runs the migrations and so owns schema ``memstore`` and
+  everything in it. Row-level security does not confine the owner.
+- ``memstore_app`` is the service: SELECT and INSERT on the truth tables,
+  UPDATE only where the law allows one (learned state, proposal decisions),
+  DELETE only on the embeddings cache; never TRUNCATE, never DDL, never
+  BYPASSRLS. It finds namespaces through ``memstore.open_namespace`` and
+  erases through ``memstore.redact_node``.
+- ``memstore_reader`` reads the operator views (docs/operators.md). The views
+  are ``security_invoker`` so that row-level security confines the reader,
+  which is why PostgreSQL also needs SELECT on the tables they read: the
+  reader gets SELECT on those and nothing else.
+
+Both confined roles see one namespace per transaction, the one it declares
+with ``SET LOCAL memstore.namespace_id`` (docs/security.md).
+"""
+
+from __future__ import annotations
+
+from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
+
+OWNER = "memstore_owner"
+APP = "memstore_app"
+READER = "memstore_reader"
+ROLES = (OWNER, APP, READER)
+
+# What the service may do to each table; the triggers of sql/01-02 refuse
+# the rest even to a role that had it.
+APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
+    **{table: ("SELECT", "INSERT") for table in APPEND_ONLY_TABLES},
+    **{table: ("SELECT", "INSERT", "UPDATE") for table in MUTABLE_STATE_TABLES},
+    # Namespaces are created by memstore.open_namespace, erasures recorded by
+    # memstore.redact_node: both SECURITY DEFINER, so no direct INSERT.
+    "namespaces": ("SELECT",),
+    "redactions": ("SELECT",),
+    "proposals": ("SELECT", "INSERT", "UPDATE"),
+    "embeddings": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+}
+
+# The views and the tables beneath them (security_invoker needs both).
+VIEWS = (
+    "v_node_status",
+    "v_current_nodes",
+    "v_node_lineage",
+    "v_namespace_stats",
+    "v_tier_stats",
+    "v_activation_daily",
+    "v_strongest_edges",
+    "v_embedding_freshness",
+    "v_review_queue",
+    "v_operations_daily",
+)
+READER_TABLES = (
+    "namespaces",
+    "nodes",
+    "edges",
+    "tombstones",
+    "supersessions",
+    "operations",
+    "proposals",
+    "activations",
+    "edge_state",
+    "embeddings",
+    "redactions",
+)
+APP_FUNCTIONS = (
+    "memstore.open_namespace(text, jsonb)",
+    "memstore.redact_node(bigint, bigint, text, text)",
+)
+
+_CREATE = """\
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN
+        CREATE ROLE {role} {options};
+    END IF;
+END;
+$$;
+ALTER ROLE {role} {options};"""
+
+_ROLE_OPTIONS = {
+    OWNER: "LOGIN NOSUPERUSER NOBYPASSRLS",
+    APP: "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOREPLICATION",
+    READER: "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOREPLICATION",
+}
+
+
+def roles_sql() -> str:
+    """The SQL that creates the roles (if missing) and sets their privileges.
+
+    Idempotent: it revokes the confined roles' table privileges before granting
+    exactly these, so running it again (after ``memstore db upgrade`` added a
+    table, say) converges. Run it as a superuser, or as a role with CREATEROLE
+    that may grant on schema memstore (docs/security.md).
+    """
+    parts = [
+        "-- memstore roles (docs/security.md): run after `memstore db upgrade`, and again",
+        "-- after each upgrade. Set passwords yourself: ALTER ROLE memstore_app PASSWORD '...'.",
+        "",
+        "-- The erasure role the migrations expect (sql/03_redaction.sql creates it too).",
+        _CREATE.format(role="memstore_redactor", options="NOLOGIN"),
+        "",
+    ]
+    for role in ROLES:
+        parts += [_CREATE.format(role=role, options=_ROLE_OPTIONS[role]), ""]
+    parts += [
+        "-- memstore_owner: runs the migrations, so owns what they create.",
+        "DO $$",
+        "BEGIN",
+        "    EXECUTE format('GRANT CREATE ON DATABASE %I TO memstore_owner', current_database());",
+        "END;",
+        "$$;",
+        "-- memstore.redact_node is owned by memstore_redactor; the migrating role",
+        "-- hands it over, which PostgreSQL allows only to a member.",
+        "GRANT memstore_redactor TO memstore_owner;",
+        "",
+        "-- Start from nothing, then grant exactly what each role needs.",
+        "GRANT USAGE ON SCHEMA memstore TO memstore_app, memstore_reader;",
+        "REVOKE ALL ON ALL TABLES IN SCHEMA memstore FROM memstore_app, memstore_reader;",
+        "REVOKE ALL ON ALL SEQUENCES IN SCHEMA memstore FROM memstore_app, memstore_reader;",
+        "",
+        "-- memstore_app: no DELETE or TRUNCATE on truth tables, no DDL.",
+    ]
+    for table in sorted(t.name for t in metadata.sorted_tables):
+        privileges = ", ".join(APP_PRIVILEGES[table])
+        parts.append(f"GRANT {privileges} ON memstore.{table} TO memstore_app;")
+    parts.append("GRANT SELECT ON memstore.alembic_version TO memstore_app;")
+    for function in APP_FUNCTIONS:
+        parts.append(f"GRANT EXECUTE ON FUNCTION {function} TO memstore_app;")
+    parts += ["", "-- memstore_reader: the views (and, for security_invoker, what they read)."]
+    for view in VIEWS:
+        parts.append(f"GRANT SELECT ON memstore.{view} TO memstore_app, memstore_reader;")
+    for table in READER_TABLES:
+        parts.append(f"GRANT SELECT ON memstore.{table} TO memstore_reader;")
+    return "\n".join(parts) + "\n"
+
+
+__all__ = ["APP", "APP_PRIVILEGES", "OWNER", "READER", "ROLES", "VIEWS", "roles_sql"]

@@ -1,0 +1,451 @@
+"""Row-level security: connected as memstore_app (or memstore_reader) with namespace A
+declared, nothing returns or changes B's rows, whatever the SQL or the name."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from psycopg import sql
+
+from memstore import MemoryStore
+from memstore.db.roles import APP_PRIVILEGES, READER_TABLES, VIEWS
+from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
+from memstore.db.transaction import scope_statement
+from memstore.embedding import HashingEmbedder
+from memstore.errors import InvalidInputError, RedactionError
+from tests.conftest import Seed, declare_namespace
+
+PASSWORD = "memstore-test"
+MEMSTORE = str(Path(sys.executable).with_name("memstore"))
+
+Connection = psycopg.Connection[tuple[object, ...]]
+
+
+def _as(url: str, role: str) -> str:
+    return (
+        sa.engine.make_url(url)
+        .set(drivername="postgresql", username=role, password=PASSWORD)
+        .render_as_string(hide_password=False)
+    )
+
+
+@pytest.fixture(scope="module")
+def roles_applied(database_url: str) -> str:
+    """`memstore db roles --apply` on this module's database, as the migrating superuser."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
+    done = subprocess.run(
+        [MEMSTORE, "db", "roles", "--apply"],
+        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        for role in ("memstore_app", "memstore_reader"):
+            admin.execute(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(PASSWORD)
+                )
+            )
+    return database_url
+
+
+@pytest.fixture(scope="module")
+def app_url(roles_applied: str) -> str:
+    return _as(roles_applied, "memstore_app")
+
+
+@pytest.fixture(scope="module")
+def reader_url(roles_applied: str) -> str:
+    return _as(roles_applied, "memstore_reader")
+
+
+@pytest.fixture(scope="module")
+def two(database_url: str) -> tuple[Seed, Seed]:
+    """Namespaces A and B, one row in every table each, written by the owner."""
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        return Seed(admin, f"A-{uuid.uuid4().hex[:6]}"), Seed(admin, f"B-{uuid.uuid4().hex[:6]}")
+
+
+@pytest.fixture
+def app(app_url: str) -> Iterator[Connection]:
+    with psycopg.connect(app_url) as connection:
+        yield connection
+
+
+def _snapshot(url: str, namespace_id: int) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of one namespace, read by the owner."""
+    with psycopg.connect(url) as admin:
+        out = {}
+        for table in metadata.sorted_tables:
+            column = "id" if table.name == "namespaces" else "namespace_id"
+            query = sql.SQL("SELECT t::text FROM memstore.{} t WHERE {} = %s ORDER BY 1").format(
+                sql.Identifier(table.name), sql.Identifier(column)
+            )
+            out[table.name] = admin.execute(query, (namespace_id,)).fetchall()
+    return out
+
+
+def _snapshot_in(conn: Connection, namespace_id: int) -> dict[str, list[tuple[object, ...]]]:
+    """What ``conn`` itself can see of one namespace."""
+    out = {}
+    for table in metadata.sorted_tables:
+        column = "id" if table.name == "namespaces" else "namespace_id"
+        query = sql.SQL("SELECT t::text FROM memstore.{} t WHERE {} = %s").format(
+            sql.Identifier(table.name), sql.Identifier(column)
+        )
+        out[table.name] = conn.execute(query, (namespace_id,)).fetchall()
+    return out
+
+
+TABLES = [t.name for t in metadata.sorted_tables]
+
+
+def test_every_table_has_row_security_and_a_policy(database_url):
+    with psycopg.connect(database_url) as admin:
+        rows = admin.execute(
+            "SELECT c.relname, c.relrowsecurity,"
+            " (SELECT count(*) FROM pg_policy p WHERE p.polrelid = c.oid)"
+            " FROM pg_class c WHERE c.relnamespace = 'memstore'::regnamespace"
+            " AND c.relkind = 'r' AND c.relname <> 'alembic_version'"
+        ).fetchall()
+    found = {name: (enabled, policies) for name, enabled, policies in rows}
+    # A table added to schema.py without a policy in sql/07 fails here.
+    assert set(found) == set(TABLES)
+    assert {name for name, (enabled, count) in found.items() if not enabled or count < 1} == set()
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_with_a_declared_it_reads_none_of_b(app, two, table):
+    a, b = two
+    column = "id" if table == "namespaces" else "namespace_id"
+    with app.transaction():
+        app.execute(scope_statement(a.namespace_id, 3))
+        seen = app.execute(
+            sql.SQL("SELECT DISTINCT {} FROM memstore.{}").format(
+                sql.Identifier(column), sql.Identifier(table)
+            )
+        ).fetchall()
+        asked = app.execute(
+            sql.SQL("SELECT count(*) FROM memstore.{} WHERE {} = %s").format(
+                sql.Identifier(table), sql.Identifier(column)
+            ),
+            (b.namespace_id,),
+        ).fetchone()
+    assert seen == [(a.namespace_id,)]
+    assert asked == (0,)
+
+
+def test_nothing_is_visible_until_a_namespace_is_declared(app, two):
+    for table in TABLES:
+        query = sql.SQL("SELECT count(*) FROM memstore.{}").format(sql.Identifier(table))
+        assert app.execute(query).fetchone() == (0,), table
+    app.rollback()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE memstore.node_state SET activation_count = 99 WHERE namespace_id = %(b)s",
+        "UPDATE memstore.node_state SET activation_count = 99",
+        "UPDATE memstore.edge_state SET hebbian_weight = 1 WHERE namespace_id = %(b)s",
+        "UPDATE memstore.proposals SET status = 'accepted', decided_by = 'x'"
+        " WHERE namespace_id = %(b)s",
+        "DELETE FROM memstore.embeddings WHERE namespace_id = %(b)s",
+        "DELETE FROM memstore.embeddings WHERE namespace_id <> %(a)s",
+        "UPDATE memstore.embeddings SET model = 'moved' WHERE namespace_id = %(b)s",
+    ],
+)
+def test_with_a_declared_it_changes_none_of_b(app, app_url, database_url, two, statement):
+    a, b = two
+    before = _snapshot(database_url, b.namespace_id)
+    with app.transaction(force_rollback=True):
+        app.execute(scope_statement(a.namespace_id, 3))
+        changed = app.execute(statement, {"a": a.namespace_id, "b": b.namespace_id}).rowcount
+        changed_b = _snapshot_in(app, b.namespace_id)
+    if "%(b)s" in statement:
+        assert changed == 0
+    assert _snapshot(database_url, b.namespace_id) == before
+    assert all(rows == [] for rows in changed_b.values())
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO memstore.nodes (namespace_id, kind, content) VALUES (%(b)s, 'semantic', 'x')",
+        "INSERT INTO memstore.edges (namespace_id, src, dst) VALUES (%(b)s, %(b1)s, %(b2)s)",
+        "INSERT INTO memstore.operations (namespace_id, op, outcome)"
+        " VALUES (%(b)s, 'x', 'accepted')",
+        "INSERT INTO memstore.embeddings (namespace_id, node_id, model, dims, embedding,"
+        " source_hash) VALUES (%(b)s, %(b1)s, 'm', 3, '[1,2,3]', '\\x00')",
+        "UPDATE memstore.node_state SET namespace_id = %(b)s WHERE namespace_id = %(a)s",
+    ],
+)
+def test_it_cannot_write_rows_into_b(app, database_url, two, statement):
+    a, b = two
+    before = _snapshot(database_url, b.namespace_id)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        with app.transaction():
+            app.execute(scope_statement(a.namespace_id, 3))
+            app.execute(
+                statement, {"a": a.namespace_id, "b": b.namespace_id, "b1": b.home, "b2": b.tea}
+            )
+    assert _snapshot(database_url, b.namespace_id) == before
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY_TABLES + MUTABLE_STATE_TABLES + ("proposals",))
+def test_the_app_has_no_delete_truncate_or_ddl(app, two, table):
+    for statement in (
+        sql.SQL("DELETE FROM memstore.{}"),
+        sql.SQL("TRUNCATE memstore.{}"),
+        sql.SQL("ALTER TABLE memstore.{} DISABLE TRIGGER ALL"),
+        sql.SQL("ALTER TABLE memstore.{} DISABLE ROW LEVEL SECURITY"),
+        sql.SQL("CREATE INDEX ON memstore.{} (namespace_id)"),
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            with app.transaction():
+                app.execute(scope_statement(two[0].namespace_id, 3))
+                app.execute(statement.format(sql.Identifier(table)))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        app.execute("CREATE TABLE memstore.stray (id int)")
+    app.rollback()
+
+
+def test_privileges_are_exactly_the_documented_ones(roles_applied):
+    with psycopg.connect(roles_applied) as admin:
+        for table in TABLES:
+            for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE"):
+                for role, allowed in (
+                    ("memstore_app", privilege in APP_PRIVILEGES[table]),
+                    ("memstore_reader", privilege == "SELECT" and table in READER_TABLES),
+                ):
+                    has = admin.execute(
+                        "SELECT has_table_privilege(%s, %s, %s)",
+                        (role, f"memstore.{table}", privilege),
+                    ).fetchone()
+                    assert has == (allowed,), (role, table, privilege)
+        for view in VIEWS:
+            assert admin.execute(
+                "SELECT has_table_privilege('memstore_reader', %s, 'SELECT'),"
+                " has_table_privilege('memstore_reader', %s, 'INSERT')",
+                (f"memstore.{view}", f"memstore.{view}"),
+            ).fetchone() == (True, False)
+        attributes = admin.execute(
+            "SELECT rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles"
+            " WHERE rolname IN ('memstore_app', 'memstore_reader') ORDER BY 1"
+        ).fetchall()
+        assert attributes == [
+            ("memstore_app", False, False, False, False),
+            ("memstore_reader", False, False, False, False),
+        ]
+
+
+def test_redaction_through_the_app_reaches_only_the_declared_namespace(app, database_url, two):
+    a, b = two
+    before = _snapshot(database_url, b.namespace_id)
+    with pytest.raises(psycopg.Error) as exc, app.transaction():
+        app.execute(scope_statement(a.namespace_id, 3))
+        app.execute("SELECT memstore.redact_node(%s, %s, 'x', 'y')", (b.namespace_id, b.home))
+    assert "does not exist" in str(exc.value)
+    assert _snapshot(database_url, b.namespace_id) == before
+
+
+def test_the_app_finds_a_namespace_only_by_its_exact_name(app, two):
+    a, b = two
+    name_b = _name_of(app, b)
+    found = app.execute("SELECT memstore.open_namespace(%s, '{}'::jsonb)", (name_b,)).fetchone()
+    assert found == (b.namespace_id,)
+    # ...but it cannot list namespaces, nor match a pattern.
+    assert app.execute("SELECT count(*) FROM memstore.namespaces").fetchone() == (0,)
+    pattern = app.execute(
+        "SELECT memstore.open_namespace(%s, '{}'::jsonb)", (name_b[:2] + "%",)
+    ).fetchone()
+    assert pattern is not None and pattern[0] not in (a.namespace_id, b.namespace_id)
+    app.rollback()
+
+
+def _name_of(app: Connection, seed: Seed) -> str:
+    with app.transaction():
+        app.execute(scope_statement(seed.namespace_id, 3))
+        row = app.execute("SELECT name FROM memstore.namespaces").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_a_privacy_ceiling_hides_higher_nodes_in_sql(app, database_url, two):
+    a, _ = two
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        private = admin.execute(
+            "INSERT INTO memstore.nodes (namespace_id, kind, content, privacy)"
+            " SELECT %s, 'semantic', 'private ' || level, level FROM generate_series(0, 3) level"
+            " RETURNING privacy",
+            (a.namespace_id,),
+        ).fetchall()
+    assert len(private) == 4
+    for ceiling in range(4):
+        with app.transaction():
+            app.execute(scope_statement(a.namespace_id, ceiling))
+            levels = app.execute(
+                "SELECT DISTINCT privacy FROM memstore.nodes ORDER BY 1"
+            ).fetchall()
+            hidden = app.execute(
+                "SELECT count(*) FROM memstore.nodes WHERE privacy > %s", (ceiling,)
+            ).fetchone()
+            view = app.execute("SELECT max(privacy) FROM memstore.v_current_nodes").fetchone()
+        assert [level for (level,) in levels] == list(range(ceiling + 1))
+        assert hidden == (0,)
+        assert view == (ceiling,)
+
+
+def test_the_reader_sees_the_views_of_one_namespace_only(reader_url, database_url, two):
+    a, _ = two
+    with psycopg.connect(database_url) as admin:
+        owner_count = admin.execute(
+            "SELECT count(*) FROM memstore.nodes WHERE namespace_id = %s", (a.namespace_id,)
+        ).fetchone()
+    assert owner_count is not None
+    with psycopg.connect(reader_url) as reader:
+        with reader.transaction():
+            reader.execute(scope_statement(a.namespace_id, 3))
+            for view in VIEWS:
+                rows = reader.execute(
+                    sql.SQL("SELECT DISTINCT namespace_id FROM memstore.{}").format(
+                        sql.Identifier(view)
+                    )
+                ).fetchall()
+                assert set(rows) <= {(a.namespace_id,)}, view
+            stats = reader.execute(
+                "SELECT namespace_id, nodes FROM memstore.v_namespace_stats"
+            ).fetchall()
+            assert stats == [(a.namespace_id, owner_count[0])]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            reader.execute("SELECT count(*) FROM memstore.node_state")
+        reader.rollback()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            reader.execute(
+                "INSERT INTO memstore.operations (namespace_id, op, outcome)"
+                " VALUES (%s, 'x', 'accepted')",
+                (a.namespace_id,),
+            )
+
+
+ADVERSARIAL_NAMES = [
+    "john_doe",
+    "john-doe",
+    "johnXdoe",
+    "JOHN_DOE",
+    "john_doe ",
+    "%",
+    "_",
+    "%%",
+    "john%",
+    "' OR '1'='1",
+    "'; SET LOCAL memstore.namespace_id = '1'; --",
+    'quote"d',
+    "back\\slash",
+    "back\\\\slash",
+    "\\x00",
+    "\uff4a\uff4f\uff48\uff4e\uff3f\uff44\uff4f\uff45",  # fullwidth john_doe
+    "j\u043ehn_doe",  # Cyrillic o
+    "john\u200bdoe",  # zero-width space
+    "e\u0301",  # e + combining acute
+    "\u00e9",  # precomposed é
+    "🧠",
+    "x" * 2048,
+    "x" * 2047,
+]
+
+
+@pytest.fixture(scope="module")
+def app_store(app_url: str) -> Iterator[MemoryStore]:
+    """The production configuration: the service connected as memstore_app."""
+    with MemoryStore.open(app_url, embedder=HashingEmbedder()) as store:
+        yield store
+
+
+def test_adversarial_names_never_cross(app_store, app_url):
+    spaces = {name: app_store.namespace(name) for name in ADVERSARIAL_NAMES}
+    assert len({ns.id for ns in spaces.values()}) == len(ADVERSARIAL_NAMES)
+    for i, ns in enumerate(spaces.values()):
+        ns.remember(f"secret number {i} of its owner", kind="semantic")
+    for i, (name, ns) in enumerate(spaces.items()):
+        again = app_store.namespace(name)
+        assert again.id == ns.id
+        hits = again.recall("secret number of its owner", k=50, mode="lexical")
+        assert [h.node.content for h in hits] == [f"secret number {i} of its owner"], name
+        with psycopg.connect(app_url) as app, app.transaction():
+            app.execute(scope_statement(ns.id, 3))
+            rows = app.execute("SELECT namespace_id, content FROM memstore.nodes").fetchall()
+        assert rows == [(ns.id, f"secret number {i} of its owner")]
+    with pytest.raises(InvalidInputError, match="at most 2048 bytes"):
+        app_store.namespace("x" * 10_240)
+    with pytest.raises(InvalidInputError, match="NUL"):
+        app_store.namespace("john\x00doe")
+
+
+def test_the_service_round_trips_as_the_app_role(app_store, database_url):
+    ns = app_store.namespace(f"app-{uuid.uuid4().hex[:8]}")
+    home = ns.remember("Alice lives in Lisbon", kind="semantic", privacy=2)
+    moved = ns.revise(home.id, "Alice lives in Porto", reason="she moved")
+    note = ns.remember("Alice likes green tea")
+    ns.link(moved.id, note.id, relation="related")
+    ids = ns.remember_many([f"bulk memory {i}" for i in range(5)])
+    assert [h.node.id for h in ns.recall("where does Alice live", k=1)] == [moved.id]
+    low = ns.recall("where does Alice live", k=5, privacy_ceiling=1, mode="lexical")
+    assert moved.id not in {h.node.id for h in low}
+    assert [n.id for n in ns.lineage(moved.id)] == [home.id, moved.id]
+    ns.activate("Alice", learn=True)
+    ns.forget(ids[0], reason="not needed")
+    ns.redact(note.id, reason="data-subject request", actor="dpo")
+    summary = ns.summary()
+    assert summary.by_status == {"current": 5, "superseded": 1, "tombstoned": 1, "redacted": 1}
+    assert ns.embedding_status().missing == 0
+    ns.scratchpad.pin("city", "Porto")
+    pinned = ns.scratchpad.get("city")
+    assert pinned is not None and pinned.content.endswith("Porto")
+    with pytest.raises(RedactionError):
+        ns.redact(note.id, reason="again", actor="dpo")
+    with psycopg.connect(database_url) as admin:
+        owner_sees = admin.execute(
+            "SELECT count(*) FROM memstore.nodes WHERE namespace_id = %s", (ns.id,)
+        ).fetchone()
+    assert owner_sees == (9,)
+
+
+def test_the_lifecycle_law_runs_as_the_app_role(app_store):
+    # apply, sleep and review lock proposals (SELECT ... FOR UPDATE), write the
+    # operations log and decide proposals: all within memstore_app's grants.
+    from tests.integration.test_citus_runtime import lifecycle_workload
+
+    ns = app_store.namespace(f"app-law-{uuid.uuid4().hex[:8]}")
+    lifecycle_workload(ns)
+    assert ns.review.pending() == []
+    by_tier = ns.summary().by_tier
+    assert by_tier["short_term"]["tombstoned"] == 2  # both accounted for by sleep
+    assert by_tier["incubation"]["current"] == 1
+    assert by_tier["identity"] == {"current": 1, "superseded": 1, "tombstoned": 0, "redacted": 0}
+
+
+def test_declare_namespace_helper_matches_the_service(database_url, two):
+    # The test helper and the service's statement set the same two settings.
+    with psycopg.connect(database_url) as conn:
+        declare_namespace(conn, two[0].namespace_id, 1)
+        got = conn.execute(
+            "SELECT current_setting('memstore.namespace_id'),"
+            " current_setting('memstore.privacy_ceiling')"
+        ).fetchone()
+    assert got == (str(two[0].namespace_id), "1")
+    with pytest.raises(TypeError):
+        scope_statement("1; DROP TABLE x", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive"):
+        scope_statement(0, 3)
