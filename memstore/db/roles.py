@@ -67,6 +67,8 @@ READER_TABLES = (
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",
     "memstore.redact_node(bigint, bigint, text, text)",
+    "memstore.term_documents(bigint, text)",
+    "memstore.lexical_matches(bigint, tsquery)",
 )
 
 _CREATE = """\

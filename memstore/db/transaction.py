@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -80,3 +81,26 @@ def namespace_transaction(
         except psycopg.Error as exc:
             raise translate_db_error(exc) from exc
         yield conn
+
+
+# Whether the connected role is confined by row-level security, per engine: a
+# role's ownership and attributes do not change while a store is open.
+_CONFINED: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
+_CONFINED_SQL = """
+SELECT NOT (r.rolsuper OR r.rolbypassrls
+            OR (pg_has_role(current_user, c.relowner, 'USAGE') AND NOT c.relforcerowsecurity))
+FROM pg_catalog.pg_roles r, pg_catalog.pg_class c
+WHERE r.rolname = current_user AND c.oid = 'memstore.nodes'::regclass
+"""
+
+
+def confined(conn: Connection) -> bool:
+    """True when row-level security applies to this connection's role (not the owner).
+
+    Queries that must keep an index under a policy take another path then
+    (recall's full-text match, sql/08_lexical.sql).
+    """
+    engine = conn.engine
+    if engine not in _CONFINED:
+        _CONFINED[engine] = bool(conn.exec_driver_sql(_CONFINED_SQL).scalar_one())
+    return _CONFINED[engine]

@@ -16,6 +16,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
+from memstore.db.transaction import confined
 from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
@@ -52,13 +53,16 @@ BM25 = sql.SQL(
 
 @cache
 def recall_statement(
-    model: str, dims: int, exact: bool, mode: RecallMode = "hybrid"
+    model: str, dims: int, exact: bool, mode: RecallMode = "hybrid", confined: bool = False
 ) -> sql.Composed:
     """The recall statement for one model and mode, composed from recall.sql's fragments.
 
     ``exact`` compares every vector of the namespace (the plain column does not
     match the HNSW index expression, so the planner cannot use the index).
+    ``confined``: the connected role is confined by row-level security, so the
+    full-text match goes through sql/08's functions to keep its GIN index.
     """
+    variant = "confined" if confined else "direct"
     column = (
         sql.SQL("e.embedding")
         if exact
@@ -68,6 +72,8 @@ def recall_statement(
         "distance": sql.SQL("{} <=> %(vector)s").format(column),
         "model": sql.Literal(model),
         "bm25": BM25,
+        "document_count": sql.SQL(QUERIES[f"document_count_{variant}"].strip()),
+        "matched_nodes": sql.SQL(QUERIES[f"matched_nodes_{variant}"].strip()),
     }
     ctes = [sql.SQL("filtered AS NOT MATERIALIZED (\n{}\n)").format(sql.SQL(QUERIES["filtered"]))]
     sources: list[sql.Composable] = []
@@ -154,7 +160,7 @@ def recall(
     if params["semantic_limit"] and not exact:
         raw.execute(hnsw_settings(q.pool))
     with raw.cursor(row_factory=dict_row) as cursor:
-        statement = recall_statement(embedder.name, embedder.dims, exact, q.mode)
+        statement = recall_statement(embedder.name, embedder.dims, exact, q.mode, confined(conn))
         rows = cursor.execute(statement, params)
         found = {row["id"]: row for row in rows.fetchall()}
     semantic = sorted(

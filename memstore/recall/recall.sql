@@ -12,6 +12,8 @@
 -- to use the model's HNSW index or over the plain column for an exact scan;
 -- {model} the model name as a SQL literal, so the partial index matches;
 -- {bm25} the BM25 score of row n over query_terms (BM25 in __init__.py);
+-- {document_count} and {matched_nodes} the lexical match, inline or through
+-- the row-security-aware functions (fragments at the end);
 -- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank} and
 -- {lexical} name the signals the mode computed (NULL for the other).
 -- Optional filters arrive as NULL and fold away in the custom plan.
@@ -58,16 +60,13 @@ semantic AS MATERIALIZED (
 query_terms AS MATERIALIZED (
     -- The query's lexemes (English stemming, stop words dropped) and their BM25
     -- inverse document frequency in this namespace. Counting a term's documents
-    -- is a GIN index lookup.
+    -- is a GIN index lookup (document_count_*, below).
     SELECT t.term, d.df,
            -- greatest(): the cached document count may lag behind new documents.
            ln(1 + (greatest(%(doc_count)s, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
     FROM (SELECT DISTINCT u.lexeme AS term
           FROM unnest(to_tsvector('english', %(text)s)) AS u) AS t
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS df FROM memstore.nodes m
-        WHERE m.namespace_id = %(ns)s AND m.search @@ quote_literal(t.term)::tsquery
-    ) AS d
+    CROSS JOIN LATERAL ({document_count}) AS d
 ), match_terms AS MATERIALIZED (
     -- The terms a document must share to be scored. A term in many documents
     -- adds little to BM25 (low idf) but makes every one of them a candidate:
@@ -83,17 +82,39 @@ query_terms AS MATERIALIZED (
         coalesce((SELECT min(r.df) FROM query_terms r WHERE r.df >= %(lexical_limit)s),
                  'Infinity'::numeric))
 ), lexical AS MATERIALIZED (
-    -- Documents sharing a matching term, ranked by Okapi BM25 (k1, b below).
+    -- Documents sharing a matching term (matched_nodes_*, below: the GIN index),
+    -- ranked by Okapi BM25.
     SELECT n.id, {bm25} AS score
-    FROM memstore.nodes n
+    FROM {matched_nodes}
     JOIN filtered f ON f.namespace_id = n.namespace_id AND f.id = n.id
     WHERE n.namespace_id = %(ns)s
-      AND n.search @@ (SELECT query FROM match_terms)
     ORDER BY score DESC, n.id
     LIMIT %(lexical_limit)s
 ), lexical_ranked AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank FROM lexical
 )
+
+-- Counting a term's documents and finding the matching nodes: inline for a
+-- role that row-level security does not confine (the owner), through the
+-- SECURITY DEFINER functions of sql/08_lexical.sql for one it does
+-- (memstore_app): under a policy the full-text match, not being leakproof,
+-- cannot use the GIN index, and the functions apply the policy themselves.
+-- Inline costs the owner half as much as the functions would
+-- (benchmarks/lexical.py).
+
+-- document_count_direct --
+SELECT count(*) AS df FROM memstore.nodes m
+WHERE m.namespace_id = %(ns)s AND m.search @@ quote_literal(t.term)::tsquery
+
+-- document_count_confined --
+SELECT memstore.term_documents(%(ns)s, t.term) AS df
+
+-- matched_nodes_direct --
+memstore.nodes n JOIN (SELECT query FROM match_terms) AS mt ON n.search @@ mt.query
+
+-- matched_nodes_confined --
+memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
+JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
 -- select --
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,

@@ -18,7 +18,7 @@ from psycopg import sql
 from memstore import MemoryStore
 from memstore.db.roles import APP_PRIVILEGES, READER_TABLES, VIEWS
 from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
-from memstore.db.transaction import scope_statement
+from memstore.db.transaction import confined, scope_statement
 from memstore.embedding import HashingEmbedder
 from memstore.errors import InvalidInputError, RedactionError
 from tests.conftest import Seed, declare_namespace
@@ -420,6 +420,29 @@ def test_the_service_round_trips_as_the_app_role(app_store, database_url):
             "SELECT count(*) FROM memstore.nodes WHERE namespace_id = %s", (ns.id,)
         ).fetchone()
     assert owner_sees == (9,)
+
+
+def test_lexical_recall_as_the_app_matches_the_owner_and_keeps_its_index(
+    app_store, store, database_url
+):
+    # The app's full-text match goes through sql/08's functions (the policy
+    # would otherwise keep the GIN index from being used); same answers.
+    name = f"lexical-{uuid.uuid4().hex[:8]}"
+    mine = app_store.namespace(name)
+    mine.remember_many([f"note {i} about the weather" for i in range(40)])
+    mine.remember_many(["the budget meeting moved", "budget numbers for March"])
+    mine.remember("the budget is secret", privacy=3)
+    with app_store.transaction() as conn, store.transaction() as owner:
+        assert confined(conn) and not confined(owner)
+    as_owner = store.namespace(name)
+    for query in ("budget meeting", "weather", "March budget numbers"):
+        app_hits = [h.node.id for h in mine.recall(query, mode="lexical", k=5, privacy_ceiling=2)]
+        owner_hits = [
+            h.node.id for h in as_owner.recall(query, mode="lexical", k=5, privacy_ceiling=2)
+        ]
+        assert app_hits == owner_hits, query
+    secret = mine.recall("secret budget", mode="lexical", k=5, privacy_ceiling=2)
+    assert "the budget is secret" not in {h.node.content for h in secret}
 
 
 def test_the_lifecycle_law_runs_as_the_app_role(app_store):
