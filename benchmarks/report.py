@@ -218,9 +218,17 @@ def plots(run: Run, img: Path) -> dict[str, str]:
             for label, points in lines.items():
                 if not points:
                     continue
-                style = "o-" if label.startswith("memstore") else "s--" if "raw" in label else "^:"
+                style = (
+                    "o-"
+                    if label.startswith(("memstore", "recall_context"))
+                    else "s--"
+                    if "raw" in label or label.startswith("recall(")
+                    else "^:"
+                )
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, style, label=label)
+                # the same colour for the same hop count on both sides
+                color = "C0" if "2 hops" in label else "C1" if "3 hops" in label else None
+                ax.plot(xs, ys, style, label=label, color=color)
             ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel=unit, title=title)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
@@ -890,7 +898,9 @@ def growth_section(run: Run) -> str:
         )
     for name in ("peer_locomo", "locomo"):
         if name in t:
-            lines.append(f"| {name.replace('_', '.py ')} | {t[name] / 60:.1f} min (once) | |")
+            label = "peer.py (LoCoMo)" if name == "peer_locomo" else "locomo.py"
+            blanks = " |" * len(sizes)
+            lines.append(f"| {label} | {t[name] / 60:.1f} min, once per run{blanks}")
     big = [t.get(f"{p}_{sizes[-1]}") for p in ("peer", "recall_scale", "activation", "context")]
     if len(sizes) >= 2 and all(big):
         small = [
