@@ -56,6 +56,7 @@ from memstore.embedding.select import neural_available
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 DIA_ID = re.compile(r"^D(\d+):(\d+)$")
 KS = (5, 10, 20)
+CURVE = tuple(range(1, 21))  # turn recall@k for the recall@k plot
 CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LABEL_WIDTH = 44
@@ -84,6 +85,7 @@ class Scores:
     turn: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     session: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     by_category: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    curve: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     latencies: list[float] = field(default_factory=list)
 
 
@@ -189,6 +191,9 @@ def summary(scores: Scores) -> dict[str, Any]:
         "questions": len(scores.turn[10]),
         "turn_recall": {k: statistics.fmean(scores.turn[k]) for k in KS},
         "session_recall": {k: statistics.fmean(scores.session[k]) for k in KS},
+        "turn_recall_curve": {
+            k: statistics.fmean(scores.curve[k]) for k in CURVE if scores.curve[k]
+        },
         "turn_recall_at_10_by_category": {
             CATEGORY_NAMES[c]: statistics.fmean(v) for c, v in sorted(scores.by_category.items())
         },
@@ -493,6 +498,8 @@ def score_ranking(q: Question, ranked: list[str], scores: Scores) -> None:
         sessions = {session_of(d) for d in top}
         scores.session[k].append(len(gold_sessions & sessions) / len(gold_sessions))
     scores.by_category[q.category].append(len(q.gold & set(ranked[:10])) / len(q.gold))
+    for k in CURVE:
+        scores.curve[k].append(len(q.gold & set(ranked[:k])) / len(q.gold))
 
 
 def configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -603,7 +610,7 @@ def make_embedder(name: str) -> Embedder:
     return load_default()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--database-url", default=None)
@@ -627,7 +634,7 @@ def main() -> int:
         " with ns.activate, as memstore ranks and with benchmark-side neighbour sums",
     )
     parser.add_argument("--output", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}: nothing to measure (see shared/data).")

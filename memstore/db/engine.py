@@ -41,7 +41,7 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     Server-side prepared statements are off: after five executions psycopg
     would prepare, and PostgreSQL's generic plans cannot see a query's
     full-text terms or which partial index applies, which measured 2x slower
-    recall (docs/benchmarks.md). It also keeps memstore safe behind pgbouncer
+    recall (docs/benchmark-notes.md). It also keeps memstore safe behind pgbouncer
     in transaction mode.
     """
     connect_args = {"prepare_threshold": None, **kwargs.pop("connect_args", {})}

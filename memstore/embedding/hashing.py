@@ -42,7 +42,7 @@ class HashingEmbedder:
 
     # Hashed words are a weak semantic signal: hybrid recall should lean on
     # BM25. On LoCoMo, weight 0.2 gave turn recall@10 0.617 against 0.593 at
-    # 0.5 and 0.612 for BM25 alone (docs/benchmarks.md).
+    # 0.5 and 0.612 for BM25 alone (docs/benchmark-notes.md).
     semantic_weight = 0.2
 
     def __init__(self, dims: int = 384):

@@ -40,7 +40,7 @@ QUERIES = named_queries(files("memstore.recall").joinpath("recall.sql").read_tex
 # Okapi BM25 of the nodes row ``n`` over the query_terms CTE: term frequency
 # from the tsvector's positions, length from its lexeme count, the namespace's
 # average length as a parameter. On LoCoMo it beat ts_rank_cd as the lexical
-# signal (turn recall@10 0.611 vs 0.572; docs/benchmarks.md).
+# signal (turn recall@10 0.611 vs 0.572; docs/benchmark-notes.md).
 BM25_K1 = 1.2
 BM25_B = 0.75
 BM25 = sql.SQL(

@@ -2,7 +2,7 @@
 
 ``weighted`` (the default): each signal is min-max normalised over the
 candidates, then ``w·similarity + (1 - w)·lexical``. On LoCoMo this beat
-reciprocal rank fusion (docs/benchmarks.md), as an outside calibration found
+reciprocal rank fusion (docs/benchmark-notes.md), as an outside calibration found
 too (0.657 vs 0.568 turn recall@10). ``rrf``: Σ 1 / (RRF_K + rank).
 """
 

@@ -11,7 +11,7 @@ from memstore.models import Kind, Privacy, RecallMode
 Fusion = Literal["weighted", "rrf"]
 # Share of the similarity signal in weighted fusion when the embedder does not
 # say (an embedder may carry a ``semantic_weight`` attribute: a weak one should
-# lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmarks.md).
+# lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmark-notes.md).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 
 
