@@ -384,12 +384,19 @@ def _revise_durable(op: ReviseDurable, world: _World, policy: Policy, phase: str
     return None
 
 
-def _retire_durable(op: RetireDurable, world: _World, policy: Policy, phase: str) -> str | None:
-    node = _mutable(world, op.node_id, tier=DURABLE)
-    if isinstance(node, str):
-        return node
-    world.mark(op.node_id, NodeStatus.TOMBSTONED)
-    return None
+def _retire_in(tier: str) -> Any:
+    """The check of an operation that retires one current, unprotected node of ``tier``."""
+
+    def retire(
+        op: RetireDurable | RetireCandidateIntervention, world: _World, policy: Policy, phase: str
+    ) -> str | None:
+        node = _mutable(world, op.node_id, tier=tier)
+        if isinstance(node, str):
+            return node
+        world.mark(op.node_id, NodeStatus.TOMBSTONED)
+        return None
+
+    return retire
 
 
 def _crystallize(op: CrystallizeIdentity, world: _World, policy: Policy, phase: str) -> str | None:
@@ -398,16 +405,6 @@ def _crystallize(op: CrystallizeIdentity, world: _World, policy: Policy, phase: 
 
 def _queue(op: QueueCandidateIntervention, world: _World, policy: Policy, phase: str) -> str | None:
     return _kind_refused("working", policy)
-
-
-def _retire_candidate(
-    op: RetireCandidateIntervention, world: _World, policy: Policy, phase: str
-) -> str | None:
-    node = _mutable(world, op.node_id, tier=INTERVENTION)
-    if isinstance(node, str):
-        return node
-    world.mark(op.node_id, NodeStatus.TOMBSTONED)
-    return None
 
 
 def _mark_spoken(op: MarkCandidateSpoken, world: _World, policy: Policy, phase: str) -> str | None:
@@ -541,10 +538,10 @@ _CHECKS: dict[type[Any], Any] = {
     Distill: _distill,
     MergeIntoIncubation: _merge,
     ReviseDurable: _revise_durable,
-    RetireDurable: _retire_durable,
+    RetireDurable: _retire_in(DURABLE),
     CrystallizeIdentity: _crystallize,
     QueueCandidateIntervention: _queue,
-    RetireCandidateIntervention: _retire_candidate,
+    RetireCandidateIntervention: _retire_in(INTERVENTION),
     MarkCandidateSpoken: _mark_spoken,
     UpsertAgencyPressure: _upsert_pressure,
     RetireAgencyPressure: _retire_pressure,
