@@ -12,6 +12,7 @@ from rich.table import Table
 
 from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
 from memstore.errors import InvalidInputError
+from memstore.law.ops import operation_schema
 from memstore.law.receipt import Receipt
 
 review_app = typer.Typer(help="The human review queue of proposed writes.", no_args_is_help=True)
@@ -75,6 +76,11 @@ def apply(
     print_json(receipt) if as_json else _print_receipt(receipt)
     if not receipt.applied:
         raise typer.Exit(1)
+
+
+def operations_schema() -> None:
+    """Print the JSON Schema of an operation (for a model that emits them)."""
+    print(json.dumps(operation_schema(), indent=2))
 
 
 def sleep(
@@ -154,6 +160,7 @@ def register(app: typer.Typer) -> None:
     """Add the lifecycle commands to the ``memstore`` app."""
     app.command()(apply)
     app.command()(sleep)
+    app.command("operations-schema")(operations_schema)
     app.add_typer(review_app, name="review")
 
 

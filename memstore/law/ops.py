@@ -332,6 +332,14 @@ OP_NAMES: tuple[str, ...] = tuple(
 )
 
 
+def operation_schema() -> dict[str, Any]:
+    """The JSON Schema of one operation: give it to a model that emits operations.
+
+    A ``oneOf`` over the twenty operations, discriminated by ``op``.
+    """
+    return OPERATION.json_schema()
+
+
 class Unparsed(BaseModel):
     """An operation that is not valid JSON for any operation: rejected with the reason."""
 
@@ -417,5 +425,6 @@ __all__ = [
     "Revise",
     "Unparsed",
     "UpsertAgencyPressure",
+    "operation_schema",
     "parse_operation",
 ]

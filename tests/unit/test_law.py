@@ -11,7 +11,7 @@ import pytest
 from memstore.law import Facts, NodeFacts, Policy, ProposalFacts, judge, parse_operation
 from memstore.law.consolidate import Consolidator, ShortTermRecord, SleepInput
 from memstore.law.law import PERMITTED, transition_error
-from memstore.law.ops import ANCHOR_MISSING, OP_NAMES, Anatomy, Distill, Unparsed
+from memstore.law.ops import ANCHOR_MISSING, OP_NAMES, Anatomy, Distill, Unparsed, operation_schema
 from memstore.models import NodeStatus
 
 ANATOMY = {
@@ -320,3 +320,10 @@ def test_consolidator_accounts_for_every_record_exactly_once():
         policy=Policy(),
     )
     assert all(v.accepted for v in judged), judged
+
+
+def test_the_operation_schema_lists_every_operation_for_a_model():
+    schema = operation_schema()
+    assert schema["discriminator"]["propertyName"] == "op"
+    assert len(schema["oneOf"]) == len(OP_NAMES)
+    assert json.loads(json.dumps(schema)) == schema  # plain JSON, ready for a prompt
