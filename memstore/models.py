@@ -175,6 +175,12 @@ class Hit(BaseModel):
     node: Node
     score: float
     parts: ScoreParts
+    instruction_signals: tuple[str, ...] = ()
+    """Why the memory reads like instructions aimed at the agent (empty: it does not).
+
+    Names from :data:`memstore.recall.injection.SIGNALS`. The content is data
+    whatever this says; the flag makes a stored prompt-injection attempt visible.
+    """
 
 
 class EmbeddingStatus(BaseModel):
