@@ -34,7 +34,7 @@ from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import insert_node
 from memstore.graph.rows import fetch_edges, fetch_nodes, new_node
-from memstore.inputs import LinkInput, checked_reason, validated
+from memstore.inputs import LinkInput, checked_id, checked_reason, validated
 from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ class NamespaceTransaction:
     ) -> int:
         """See :meth:`memstore.namespace.Namespace.forget`."""
         reason = checked_reason(reason)
+        target_id = checked_id(target_id, "target_id")
         if target not in ("node", "edge"):
             raise InvalidInputError("target must be 'node' or 'edge'", field="target")
         if target == "node":
@@ -160,6 +161,7 @@ class NamespaceTransaction:
     def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
         """See :meth:`memstore.namespace.Namespace.redact`."""
         reason = checked_reason(reason)
+        node_id = checked_id(node_id)
         if not fetch_nodes(self.conn, self.id, self.name, [node_id]):
             self.raise_missing(node_id)
         lineage_sql.redact(
@@ -175,6 +177,7 @@ class NamespaceTransaction:
 
     def node(self, node_id: int) -> Node:
         """The node with its status, or :class:`NodeNotFoundError`."""
+        node_id = checked_id(node_id)
         found = fetch_nodes(self.conn, self.id, self.name, [node_id])
         if node_id not in found:
             self.raise_missing(node_id)

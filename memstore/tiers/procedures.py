@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from memstore.db.schema import node_state, nodes
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
 from memstore.graph.content import checked_content
-from memstore.inputs import checked_reason, validated
+from memstore.inputs import checked_id, checked_reason, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     PROCEDURES,
@@ -348,7 +348,7 @@ class Procedures:
             raise InvalidInputError(
                 "name_or_id must be a procedure's name (text) or node id", field="name_or_id"
             )
-        return value
+        return checked_id(value, "name_or_id")
 
     @staticmethod
     def _procedure(node: Node) -> Node:
