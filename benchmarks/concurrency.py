@@ -12,11 +12,13 @@ kind in :data:`KINDS` aims the workers at the *same* targets so they collide:
   exist with exactly that text (no lost write);
 - ``remember_many``: bulk-ingest 10 of 40 shared texts per call, overlapping
   between workers: one node per text, the same id for everyone;
-- ``revise``: revise the current version of one of 3 shared memories; exactly
+- ``revise``: revise the current version of one of 3 shared memories (3 new
+  ones every 50 operations); exactly
   one writer wins each version, the others get ``NodeSupersededError`` or
   ``SupersessionError`` (a conflict, counted, not an anomaly). Each chain must
   be one straight line holding every winning revision, with one current end;
-- ``pin``: ``ns.scratchpad.pin`` one of 2 shared keys to a value of one's own:
+- ``pin``: ``ns.scratchpad.pin`` one of 2 shared keys (2 new ones every 50
+  operations) to a value of one's own:
   pins of one key are serialised, so none fails; each key has exactly one
   current pin and its history holds every value pinned;
 - ``link``: link one shared pair of nodes: every call adds its own edge.
@@ -51,6 +53,7 @@ import multiprocessing as mp
 import os
 import platform
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -77,6 +80,14 @@ MANY_TEXTS = 40
 MANY_PER_CALL = 10
 CHAINS = 3
 PIN_KEYS = 2
+# Every GROUP_OPS operations the workers move on to fresh chains and keys
+# together: they still collide, but a chain stays ~100 versions long, so the
+# benchmark measures contention rather than ever longer lineage walks.
+GROUP_OPS = 50
+
+
+def _group(i: int) -> int:
+    return i // GROUP_OPS
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,8 @@ class Kind:
     """One operation kind: shared targets, one operation, and the checks afterwards."""
 
     name: str
-    prepare: Callable[[Namespace], Plan]
+    prepare: Callable[[Namespace, int], Plan]
+    """(namespace, operations per process) -> the shared targets (JSON-able)."""
     do: Callable[[Namespace, Plan, int, int], Record]
     """(namespace, plan, worker, op index) -> a JSON-able record of what happened."""
     verify: Callable[[Namespace, Plan, list[Record]], list[str]]
@@ -100,7 +112,7 @@ def _same_texts(prefix: str, count: int) -> list[str]:
     return [f"{prefix} shared memory number {j}" for j in range(count)]
 
 
-def _prepare_remember_same(ns: Namespace) -> Plan:
+def _prepare_remember_same(ns: Namespace, ops: int) -> Plan:
     return {"texts": _same_texts("remember_same", SHARED_TEXTS)}
 
 
@@ -141,7 +153,7 @@ def _verify_remember_same(ns: Namespace, plan: Plan, records: list[Record]) -> l
 # --- remember one's own content --------------------------------------------------
 
 
-def _prepare_nothing(ns: Namespace) -> Plan:
+def _prepare_nothing(ns: Namespace, ops: int) -> Plan:
     return {}
 
 
@@ -177,7 +189,7 @@ def _verify_remember_unique(ns: Namespace, plan: Plan, records: list[Record]) ->
 # --- bulk ingest of overlapping batches -------------------------------------------
 
 
-def _prepare_remember_many(ns: Namespace) -> Plan:
+def _prepare_remember_many(ns: Namespace, ops: int) -> Plan:
     return {"texts": _same_texts("remember_many", MANY_TEXTS)}
 
 
@@ -199,12 +211,13 @@ def _verify_remember_many(ns: Namespace, plan: Plan, records: list[Record]) -> l
 # --- revise the same memory -----------------------------------------------------
 
 
-def _prepare_revise(ns: Namespace) -> Plan:
-    return {"roots": [ns.remember(f"revise: chain {c}, version 0").id for c in range(CHAINS)]}
+def _prepare_revise(ns: Namespace, ops: int) -> Plan:
+    chains = CHAINS * (_group(ops - 1) + 1)
+    return {"roots": [ns.remember(f"revise: chain {c}, version 0").id for c in range(chains)]}
 
 
 def _do_revise(ns: Namespace, plan: Plan, worker: int, i: int) -> Record:
-    chain = (i + worker) % len(plan["roots"])
+    chain = _group(i) * CHAINS + (i + worker) % CHAINS
     current = ns.lineage(plan["roots"][chain])[-1]
     new = ns.revise(
         current.id, f"revise: chain {chain}, by worker {worker}, op {i}", reason="concurrency"
@@ -237,12 +250,12 @@ def _verify_revise(ns: Namespace, plan: Plan, records: list[Record]) -> list[str
 # --- pin the same key -------------------------------------------------------------
 
 
-def _prepare_pin(ns: Namespace) -> Plan:
-    return {"keys": [f"key-{k}" for k in range(PIN_KEYS)]}
+def _prepare_pin(ns: Namespace, ops: int) -> Plan:
+    return {"keys": [f"key-{k}" for k in range(PIN_KEYS * (_group(ops - 1) + 1))]}
 
 
 def _do_pin(ns: Namespace, plan: Plan, worker: int, i: int) -> Record:
-    key = plan["keys"][(i + worker) % len(plan["keys"])]
+    key = plan["keys"][_group(i) * PIN_KEYS + (i + worker) % PIN_KEYS]
     value = f"value of worker {worker}, op {i}"
     return {"key": key, "value": value, "id": ns.scratchpad.pin(key, value).id}
 
@@ -279,7 +292,7 @@ def _verify_pin(ns: Namespace, plan: Plan, records: list[Record]) -> list[str]:
 # --- link the same pair ------------------------------------------------------------
 
 
-def _prepare_link(ns: Namespace) -> Plan:
+def _prepare_link(ns: Namespace, ops: int) -> Plan:
     return {"ends": [ns.remember(f"link: shared end {e}").id for e in range(2)]}
 
 
@@ -408,7 +421,7 @@ def run_scenario(url: str, scenario: str, *, processes: int, ops: int) -> Report
     namespace = f"concurrency-{scenario}-{uuid.uuid4().hex[:8]}"
     with MemoryStore.open(url, embedder=HashingEmbedder()) as store:
         ns = store.namespace(namespace)
-        plans = {name: KINDS[name].prepare(ns) for name in kinds}
+        plans = {name: KINDS[name].prepare(ns, ops) for name in kinds}
         ctx = mp.get_context("spawn")
         barrier = ctx.Barrier(processes + 1)
         results = ctx.Queue()
@@ -510,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the reports here")
     args = parser.parse_args(argv)
     scenarios = args.scenario or list(SCENARIOS)
+    # A plain kill still stops the embedded server (the finally clause below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="memstore-concurrency-") as tmp:
         url = args.database_url
         server = None
