@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -18,10 +19,12 @@ def transaction(engine: Engine) -> Iterator[Connection]:
     A refusal raised by the schema (an append-only trigger, a lineage rule, a
     redaction check) leaves as the matching :class:`~memstore.errors.MemstoreError`
     subclass, any other database error as :class:`~memstore.errors.DatabaseError`,
-    with the driver error chained as its cause.
+    with the driver error chained as its cause. That includes errors of
+    statements run on the raw psycopg connection (binary COPY, named queries),
+    which SQLAlchemy never sees to wrap.
     """
     try:
         with engine.begin() as conn:
             yield conn
-    except DBAPIError as exc:
+    except (DBAPIError, psycopg.Error) as exc:
         raise translate_db_error(exc) from exc

@@ -496,3 +496,10 @@ def test_a_client_side_driver_error_is_not_reported_as_a_lost_connection():
     assert type(error) is DatabaseError
     lost = translate_db_error(psycopg.OperationalError("connection is bad"))
     assert isinstance(lost, DatabaseUnavailableError)
+
+
+def test_a_raw_driver_error_inside_a_transaction_is_translated(store):
+    with pytest.raises(DatabaseError) as caught, store.transaction() as conn:
+        raw = conn.connection.driver_connection
+        raw.execute("SELECT 1 / 0")  # psycopg directly, as COPY and named queries run
+    assert caught.value.sqlstate == "22012"
