@@ -435,7 +435,8 @@ def run_scenario(url: str, scenario: str, *, processes: int, ops: int) -> Report
         for process in workers:
             process.start()
         try:
-            barrier.wait(timeout=120)
+            # Spawned interpreters import memstore first: slow on a busy machine.
+            barrier.wait(timeout=600)
         except Exception:
             for process in workers:
                 process.kill()
