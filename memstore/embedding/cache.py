@@ -88,7 +88,15 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
     Building after a bulk load is far cheaper than inserting into a live
     index, which is why bulk imports call this at the end.
     """
+    name = index_name(model, dims)
     with transaction(engine) as conn:
+        # Concurrent first loads would race: CREATE INDEX IF NOT EXISTS is not
+        # safe against a builder that has not committed yet (a unique violation
+        # on pg_class). The lock makes the others wait, then see the index.
+        conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"memstore.index\x1f{name}"},
+        )
         if index_exists(conn, model, dims):
             return False
         ddl = sql.SQL(
@@ -96,7 +104,7 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
             " USING hnsw ((embedding::vector({dims})) vector_cosine_ops)"
             " WITH (m = {m}, ef_construction = {ef}) WHERE model = {model}"
         ).format(
-            name=sql.Identifier(index_name(model, dims)),
+            name=sql.Identifier(name),
             dims=sql.Literal(dims),
             m=sql.Literal(HNSW_M),
             ef=sql.Literal(HNSW_EF_CONSTRUCTION),
