@@ -33,9 +33,11 @@ TEST = "tests/reliability/test_hostile_input.py"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--examples", type=int, default=10_000, help="in total (at least)")
-    parser.add_argument("--entry-points", type=int, default=18, help="how many the test has")
     args = parser.parse_args()
-    per_entry = math.ceil(args.examples / args.entry_points)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.reliability.test_hostile_input import ENTRY_POINTS
+
+    per_entry = math.ceil(args.examples / len(ENTRY_POINTS))
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "tried.json"
         env = dict(
