@@ -531,6 +531,10 @@ class Namespace:
         if isinstance(item, str):
             return validated(MemoryInput, content=item)
         if isinstance(item, Mapping):
+            if not all(isinstance(key, str) for key in item):
+                raise InvalidInputError(
+                    f"items[{position}] has a key that is not text", field="items"
+                )
             try:
                 return validated(MemoryInput, **item)
             except InvalidInputError as exc:

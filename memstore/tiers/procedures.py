@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from memstore.db.schema import node_state, nodes
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
 from memstore.graph.content import checked_content
-from memstore.inputs import checked_id, checked_reason, validated
+from memstore.inputs import checked_id, checked_reason, checked_text, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     PROCEDURES,
@@ -305,6 +305,7 @@ class Procedures:
         return item, self.ns.vectors([item], [text])
 
     def _by_name(self, tx: NamespaceTransaction, name: str) -> Node | None:
+        name = checked_text(name, "name", max_length=NAME_MAX)
         found = current_entries(
             tx.conn,
             self.ns,

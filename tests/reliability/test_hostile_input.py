@@ -479,6 +479,8 @@ FOUND: list[tuple[str, Callable[[Targets], object]]] = [
     ("a pin key nested 2,000 deep", lambda t: t["ns"].scratchpad.get(_nested(2_000, "list"))),
     ("an unpin without a reason", lambda t: t["ns"].scratchpad.unpin("city", reason=None)),
     ("a session id that is a number", lambda t: t["ns"].timeline.recent(5, session_id=0)),
+    ("an item with a key that is not text", lambda t: t["ns"].remember_many([{0: None}])),
+    ("a procedure name with NUL", lambda t: t["ns"].procedures.refine("\x00", [])),
 ]
 
 
