@@ -34,7 +34,7 @@ from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import insert_node
 from memstore.graph.rows import fetch_edges, fetch_nodes, new_node
-from memstore.inputs import LinkInput, checked_id, checked_reason, validated
+from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
 from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ class NamespaceTransaction:
             target,
             target_id,
             reason=reason,
-            actor=actor or self.namespace.settings.actor,
+            actor=self._actor(actor),
         )
 
     def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
@@ -169,9 +169,15 @@ class NamespaceTransaction:
             self.id,
             node_id,
             reason=reason,
-            actor=actor or self.namespace.settings.actor,
+            actor=self._actor(actor),
         )
         return self.node(node_id)
+
+    def _actor(self, actor: object) -> str:
+        """The given actor (text of 1 to 200 characters), else (None or "") the configured one."""
+        if actor is None or actor == "":
+            return self.namespace.settings.actor
+        return checked_text(actor, "actor")
 
     # --- reading ----------------------------------------------------------------
 

@@ -72,6 +72,14 @@ class PrivateServer:
         while any(_alive(pid) for pid in [parent, *children]):
             assert time.monotonic() < deadline, "the killed server did not exit"
             time.sleep(0.1)
+        # The dead postmaster may stay a zombie until its parent (often PID 1
+        # in a container) reaps it, and pgserver takes a zombie for a running
+        # server. PostgreSQL needs no lock file to recover: its absence only
+        # skips the stale-lock check, and every process of the old server is dead.
+        while Path(f"/proc/{parent}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if Path(f"/proc/{parent}").exists():
+            (self.pgdata / "postmaster.pid").unlink()
         # pgserver caches one handle per data directory; the next start must
         # find the stale postmaster.pid and run crash recovery.
         _pgserver().PostgresServer._instances.pop(self.pgdata, None)

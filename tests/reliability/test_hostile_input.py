@@ -481,6 +481,8 @@ FOUND: list[tuple[str, Callable[[Targets], object]]] = [
     ("a session id that is a number", lambda t: t["ns"].timeline.recent(5, session_id=0)),
     ("an item with a key that is not text", lambda t: t["ns"].remember_many([{0: None}])),
     ("a procedure name with NUL", lambda t: t["ns"].procedures.refine("\x00", [])),
+    ("an actor that is a number", lambda t: t["ns"].redact(t["ids"][0], reason="r", actor=1)),
+    ("an actor with NUL", lambda t: t["ns"].forget(t["ids"][0], reason="r", actor="\x00")),
 ]
 
 
