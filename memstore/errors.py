@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+
 # SQLSTATEs raised by the SQL in sql/. Class "MS" is not used by PostgreSQL.
 SQLSTATE_IMMUTABLE = "MS001"
 SQLSTATE_SUPERSESSION = "MS002"
@@ -261,7 +263,8 @@ def translate_db_error(exc: BaseException) -> MemstoreError:
     constraint = getattr(diag, "constraint_name", None) if diag is not None else None
     if sqlstate == "23505" and constraint in _UNIQUE_BACKSTOPS:
         return _UNIQUE_BACKSTOPS[constraint](message, table=table, hint=hint)
-    if sqlstate is None or sqlstate.startswith(("08", "57P")):
+    lost = sqlstate is None and isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    if lost or (sqlstate is not None and sqlstate.startswith(("08", "57P"))):
         # Connection exceptions and operator intervention (server shutting down).
         return DatabaseUnavailableError(f"the database connection failed: {message}")
     return DatabaseError(message, sqlstate=sqlstate, constraint=constraint)

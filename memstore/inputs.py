@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memstore.errors import InvalidInputError
-from memstore.models import Layer, Unit
+from memstore.models import BIGINT_MAX, BIGINT_MIN, Layer, RowId, Unit, check_clean
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -17,8 +17,8 @@ class LinkInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    src: int
-    dst: int
+    src: RowId
+    dst: RowId
     relation: str = Field(default="related", min_length=1, max_length=64)
     weight: Unit = 0.5
     inhibitory: bool = False
@@ -30,10 +30,17 @@ class LinkInput(BaseModel):
 
 
 def validated(model: type[M], **values: Any) -> M:
-    """``model(**values)``, or an :class:`InvalidInputError` that names each bad field."""
+    """``model(**values)``, or an :class:`InvalidInputError` that names each bad field.
+
+    Every value is first searched for what the database cannot hold (NUL
+    characters, lone surrogates, NaN or infinite floats, absurd nesting:
+    :func:`~memstore.models.check_clean`), so such input never reaches SQL.
+    """
     for name, value in values.items():
-        if isinstance(value, str) and "\x00" in value:
-            raise InvalidInputError(f"{name} contains a NUL character", field=name)
+        try:
+            check_clean(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"{name} {exc}", field=name) from None
     try:
         return model(**values)
     except ValidationError as exc:
@@ -45,10 +52,36 @@ def validated(model: type[M], **values: Any) -> M:
         raise InvalidInputError(problems, field=str(first[0]) if first else None) from None
 
 
+def checked_id(value: object, field: str = "node_id") -> int:
+    """``value`` if it can be a row id: an int (not a bool) within PostgreSQL's bigint."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(
+            f"{field} must be an integer id, not {type(value).__name__}", field=field
+        )
+    if not BIGINT_MIN <= value <= BIGINT_MAX:
+        raise InvalidInputError(f"{field} {value} is outside the range of ids", field=field)
+    return value
+
+
+def checked_text(value: object, field: str, *, max_length: int = 200) -> str:
+    """``value`` if it is text of 1 to ``max_length`` characters that a database can hold."""
+    if not isinstance(value, str) or not 1 <= len(value) <= max_length:
+        raise InvalidInputError(
+            f"{field} must be text of 1 to {max_length} characters", field=field
+        )
+    try:
+        check_clean(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}", field=field) from None
+    return value
+
+
 def checked_reason(reason: object) -> str:
     """A non-blank reason without NUL characters, trimmed."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInputError("a reason is required", field="reason")
-    if "\x00" in reason:
-        raise InvalidInputError("reason contains a NUL character", field="reason")
+    try:
+        check_clean(reason)
+    except ValueError as exc:
+        raise InvalidInputError(f"reason {exc}", field="reason") from None
     return reason.strip()

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Privacy levels: 0 public, 1 internal, 2 private, 3 secret. A caller's privacy
 # ceiling hides every node above it.
 PRIVACY_MAX = 3
 # Layers: 0 SAFETY, 1 CORE, 2 CONTEXT, 3 TASK, 4 SUIT (lower fires first).
 LAYER_MAX = 4
+# Ids are PostgreSQL bigint: anything outside this range cannot name a row.
+BIGINT_MIN = -(2**63)
+BIGINT_MAX = 2**63 - 1
 
 
 class StoreStatus(BaseModel):
@@ -42,6 +48,42 @@ NODE_KINDS: tuple[str, ...] = get_args(Kind)
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Layer = Annotated[int, Field(ge=0, le=LAYER_MAX)]
 Privacy = Annotated[int, Field(ge=0, le=PRIVACY_MAX)]
+RowId = Annotated[int, Field(strict=True, ge=BIGINT_MIN, le=BIGINT_MAX)]
+"""A node or edge id: an int (not a bool, not text) in PostgreSQL's bigint range."""
+
+# How deep input (``data`` above all) may nest: deeper input is junk, and
+# walking it risks Python's recursion limit.
+MAX_NESTING = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_clean(value: object, depth: int = 0) -> None:
+    """Raise ValueError if ``value`` holds what PostgreSQL cannot store or compare.
+
+    Text (or bytes) with a NUL character, text with a lone surrogate (not valid Unicode), a float
+    that is NaN or infinite, nesting deeper than :data:`MAX_NESTING`. Lists,
+    tuples, sets and dict keys and values are searched; other objects (numpy
+    arrays, models) are left to their own validation.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("contains a NUL character")
+        if _SURROGATE.search(value):
+            raise ValueError("contains a lone surrogate: not valid Unicode text")
+    elif isinstance(value, bytes | bytearray):
+        if b"\x00" in value:  # pydantic would decode it to text with a NUL
+            raise ValueError("contains a NUL character")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("is not a finite number")
+    elif isinstance(value, dict | list | tuple | set | frozenset):
+        if depth >= MAX_NESTING:
+            raise ValueError(f"nests deeper than {MAX_NESTING} levels")
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        for item in items:
+            check_clean(item, depth + 1)
+
+
 ShortText = Annotated[str, Field(min_length=1, max_length=200)]
 Reason = Annotated[str, Field(min_length=1, max_length=2000)]
 
@@ -91,6 +133,23 @@ class MemoryInput(BaseModel):
     )
     """Part of the idempotency key, not stored: equal content with another key is
     another memory (a repeated "ok" in a conversation is two turns)."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        check_clean(value)
+        return value
+
+    @field_validator("data", mode="after")
+    @classmethod
+    def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"must be JSON (text, numbers, booleans, null, lists, objects): {exc}"
+            ) from None
+        return value
 
     @model_validator(mode="after")
     def _valid_period(self) -> MemoryInput:
@@ -175,6 +234,12 @@ class Hit(BaseModel):
     node: Node
     score: float
     parts: ScoreParts
+    instruction_signals: tuple[str, ...] = ()
+    """Why the memory reads like instructions aimed at the agent (empty: it does not).
+
+    Names from :data:`memstore.recall.injection.SIGNALS`. The content is data
+    whatever this says; the flag makes a stored prompt-injection attempt visible.
+    """
 
 
 class EmbeddingStatus(BaseModel):

@@ -50,6 +50,7 @@ from memstore.models import (
     NodeStatus,
     RecallMode,
     TargetKind,
+    check_clean,
 )
 from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
 from memstore.recall.query import Fusion
@@ -78,6 +79,10 @@ def check_namespace_name(name: object) -> str:
         raise InvalidInputError("a namespace name must not be empty", field="name")
     if "\x00" in name:
         raise InvalidInputError("a namespace name must not contain NUL", field="name")
+    try:
+        check_clean(name)
+    except ValueError as exc:
+        raise InvalidInputError(f"the namespace name {exc}", field="name") from None
     if len(name.encode()) > NAME_MAX_BYTES:
         raise InvalidInputError(
             f"a namespace name may be at most {NAME_MAX_BYTES} bytes", field="name"
@@ -345,8 +350,14 @@ class Namespace:
         not exist yet it is built once, after the load, which is far cheaper
         than inserting into a live index.
         """
-        if batch_size < 1:
-            raise InvalidInputError("batch_size must be at least 1", field="batch_size")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(
+                "batch_size must be an integer of at least 1", field="batch_size"
+            )
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InvalidInputError(
+                "items must be an iterable of texts, mappings or MemoryInputs", field="items"
+            )
         parsed = [self._as_input(i, item) for i, item in enumerate(items)]
         limit = self.settings.max_content_bytes
         texts = [
@@ -633,6 +644,10 @@ class Namespace:
         if isinstance(item, str):
             return validated(MemoryInput, content=item)
         if isinstance(item, Mapping):
+            if not all(isinstance(key, str) for key in item):
+                raise InvalidInputError(
+                    f"items[{position}] has a key that is not text", field="items"
+                )
             try:
                 return validated(MemoryInput, **item)
             except InvalidInputError as exc:

@@ -35,7 +35,7 @@ from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import insert_node
 from memstore.graph.rows import fetch_edges, fetch_nodes, new_node
-from memstore.inputs import LinkInput, checked_reason, validated
+from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
 from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
 
 if TYPE_CHECKING:
@@ -151,6 +151,7 @@ class NamespaceTransaction:
     ) -> int:
         """See :meth:`memstore.namespace.Namespace.forget`."""
         reason = checked_reason(reason)
+        target_id = checked_id(target_id, "target_id")
         if target not in ("node", "edge"):
             raise InvalidInputError("target must be 'node' or 'edge'", field="target")
         if target == "node":
@@ -175,12 +176,13 @@ class NamespaceTransaction:
             target,
             target_id,
             reason=reason,
-            actor=actor or self.namespace.settings.actor,
+            actor=self._actor(actor),
         )
 
     def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
         """See :meth:`memstore.namespace.Namespace.redact`."""
         reason = checked_reason(reason)
+        node_id = checked_id(node_id)
         if not fetch_nodes(self.conn, self.id, self.name, [node_id]):
             self.raise_missing(node_id)
         lineage_sql.redact(
@@ -188,14 +190,21 @@ class NamespaceTransaction:
             self.id,
             node_id,
             reason=reason,
-            actor=actor or self.namespace.settings.actor,
+            actor=self._actor(actor),
         )
         return self.node(node_id)
+
+    def _actor(self, actor: object) -> str:
+        """The given actor (text of 1 to 200 characters), else (None or "") the configured one."""
+        if actor is None or actor == "":
+            return self.namespace.settings.actor
+        return checked_text(actor, "actor")
 
     # --- reading ----------------------------------------------------------------
 
     def node(self, node_id: int) -> Node:
         """The node with its status, or :class:`NodeNotFoundError`."""
+        node_id = checked_id(node_id)
         found = fetch_nodes(self.conn, self.id, self.name, [node_id])
         if node_id not in found:
             self.raise_missing(node_id)

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from memstore.activation.projection import project
-from memstore.models import LAYER_MAX, Node, Privacy, Unit
+from memstore.models import LAYER_MAX, Node, Privacy, RowId, Unit
 
 # Types that fire easily (a safety rule should surface on a faint cue) and
 # types that need a stronger cue (plain memories and notes are many).
@@ -84,7 +84,7 @@ class ActivateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
-    seeds: Annotated[list[int], Field(max_length=1000)] | None = None
+    seeds: Annotated[list[RowId], Field(max_length=1000)] | None = None
     depth: Annotated[int, Field(ge=0, le=6)] = 2
     fanout: Annotated[int, Field(ge=1, le=10_000)] = 16
     limit: Annotated[int, Field(ge=1, le=1000)] = 20

@@ -22,8 +22,11 @@ app = typer.Typer(
     add_completion=False,
 )
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# No markup and no emoji codes: printed strings carry stored memories and user
+# input, and "[/INST]" or ":smile:" in a memory must print as written (an
+# unmatched closing tag used to crash the command).
+out = Console(soft_wrap=True, markup=False, emoji=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
 
 NamespaceOption = Annotated[
     str,

@@ -47,10 +47,17 @@ def _print_hits(hits: list[Hit]) -> None:
             "" if parts.similarity is None else f"{parts.similarity:.3f}",
             f"{parts.lexical:.3f}" if parts.lexical else "",
             str(node.id),
-            node.content,
+            _flagged(node.content, hit.instruction_signals),
             provenance,
         )
     out.print(table)
+
+
+def _flagged(content: str, signals: tuple[str, ...]) -> str:
+    """Content, prefixed with a warning when it reads like instructions to the agent."""
+    if not signals:
+        return content
+    return f"⚠ reads as instructions ({', '.join(signals)}): {content}"
 
 
 def remember(

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
 from memstore.errors import InvalidInputError
@@ -32,7 +33,7 @@ def context(
         print_json(packet)
     else:
         print(packet.render())
-        out.print(f"[dim]{packet.tokens_used} of {packet.budget_tokens} tokens[/dim]")
+        out.print(f"{packet.tokens_used} of {packet.budget_tokens} tokens", style="dim")
 
 
 def pin(
@@ -190,7 +191,9 @@ def procedures_show(
         print_json(versions)
         return
     for node in versions:
-        out.print(f"[bold]node {node.id}[/bold] ({node.status.value})\n{node.content}\n")
+        out.print(
+            Text.assemble((f"node {node.id}", "bold"), f" ({node.status.value})\n{node.content}\n")
+        )
 
 
 def _steps(text: str) -> list[dict[str, str]]:

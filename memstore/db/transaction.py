@@ -22,12 +22,14 @@ def transaction(engine: Engine) -> Iterator[Connection]:
     A refusal raised by the schema (an append-only trigger, a lineage rule, a
     redaction check) leaves as the matching :class:`~memstore.errors.MemstoreError`
     subclass, any other database error as :class:`~memstore.errors.DatabaseError`,
-    with the driver error chained as its cause.
+    with the driver error chained as its cause. That includes errors of
+    statements run on the raw psycopg connection (binary COPY, named queries),
+    which SQLAlchemy never sees to wrap.
     """
     try:
         with engine.begin() as conn:
             yield conn
-    except DBAPIError as exc:
+    except (DBAPIError, psycopg.Error) as exc:
         raise translate_db_error(exc) from exc
 
 

@@ -91,7 +91,15 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
     recall then scans exactly until the owner runs ``memstore embed rebuild``
     (docs/security.md).
     """
+    name = index_name(model, dims)
     with transaction(engine) as conn:
+        # Concurrent first loads would race: CREATE INDEX IF NOT EXISTS is not
+        # safe against a builder that has not committed yet (a unique violation
+        # on pg_class). The lock makes the others wait, then see the index.
+        conn.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"memstore.index\x1f{name}"},
+        )
         if index_exists(conn, model, dims) or not _may_create_index(conn):
             return False
         ddl = sql.SQL(
@@ -99,7 +107,7 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
             " USING hnsw ((embedding::vector({dims})) vector_cosine_ops)"
             " WITH (m = {m}, ef_construction = {ef}) WHERE model = {model}"
         ).format(
-            name=sql.Identifier(index_name(model, dims)),
+            name=sql.Identifier(name),
             dims=sql.Literal(dims),
             m=sql.Literal(HNSW_M),
             ef=sql.Literal(HNSW_EF_CONSTRUCTION),

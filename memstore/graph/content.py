@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from memstore.errors import ContentTooLargeError, InvalidInputError
+from memstore.models import check_clean
 
 _SPACE = re.compile(r"\s+")
 
@@ -44,8 +45,10 @@ def checked_content(content: object, *, limit: int, field: str = "content") -> s
     text = content.strip()
     if not text:
         raise InvalidInputError(f"{field} is empty", field=field)
-    if "\x00" in text:
-        raise InvalidInputError(f"{field} contains a NUL character", field=field)
+    try:
+        check_clean(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}", field=field) from None
     size = len(text.encode())
     if size > limit:
         raise ContentTooLargeError(

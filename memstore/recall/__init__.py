@@ -21,6 +21,7 @@ from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
 from memstore.recall import fusion
+from memstore.recall.injection import instruction_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
 __all__ = ["RecallQuery", "recall"]
@@ -193,6 +194,9 @@ def recall(
                 semantic_rank=found[node_id]["semantic_rank"],
                 lexical_rank=found[node_id]["lexical_rank"],
                 fused_rank=position,
+            ),
+            instruction_signals=instruction_signals(
+                found[node_id]["label"], found[node_id]["content"]
             ),
         )
         for position, node_id in enumerate(ranked, start=1)

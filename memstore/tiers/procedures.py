@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from memstore.db.schema import node_state, nodes
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
 from memstore.graph.content import checked_content
-from memstore.inputs import checked_reason, validated
+from memstore.inputs import checked_id, checked_reason, checked_text, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     PROCEDURES,
@@ -305,6 +305,7 @@ class Procedures:
         return item, self.ns.vectors([item], [text])
 
     def _by_name(self, tx: NamespaceTransaction, name: str) -> Node | None:
+        name = checked_text(name, "name", max_length=NAME_MAX)
         found = current_entries(
             tx.conn,
             self.ns,
@@ -348,7 +349,7 @@ class Procedures:
             raise InvalidInputError(
                 "name_or_id must be a procedure's name (text) or node id", field="name_or_id"
             )
-        return value
+        return checked_id(value, "name_or_id")
 
     @staticmethod
     def _procedure(node: Node) -> Node:

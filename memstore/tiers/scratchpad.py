@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.errors import EntryNotFoundError
-from memstore.inputs import validated
+from memstore.inputs import checked_reason, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     SCRATCHPAD,
@@ -23,12 +23,17 @@ if TYPE_CHECKING:
 PIN = "Pin"
 
 
-class PinInput(BaseModel):
-    """What :meth:`Scratchpad.pin` accepts."""
+class PinKey(BaseModel):
+    """A pin's key, as every scratchpad verb accepts it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class PinInput(PinKey):
+    """What :meth:`Scratchpad.pin` accepts."""
+
     value: Annotated[str, Field(min_length=1)]
 
 
@@ -77,6 +82,8 @@ class Scratchpad:
 
     def unpin(self, key: str, *, reason: str = "unpinned") -> int:
         """Retire the pin of ``key`` (a tombstone); returns the tombstone's id."""
+        key = validated(PinKey, key=key).key
+        reason = checked_reason(reason)
         with self.ns.transaction() as tx:
             lock_key(tx, SCRATCHPAD, key)
             current = current_entries(tx.conn, self.ns, SCRATCHPAD, label=key, limit=1)
@@ -91,12 +98,14 @@ class Scratchpad:
 
     def get(self, key: str) -> Node | None:
         """The current pin of ``key``, or None."""
+        key = validated(PinKey, key=key).key
         with self.ns.transaction() as tx:
             found = current_entries(tx.conn, self.ns, SCRATCHPAD, label=key, limit=1)
         return found[0] if found else None
 
     def history(self, key: str) -> list[Node]:
         """Every value ``key`` has had, oldest first (of its current or last pin)."""
+        key = validated(PinKey, key=key).key
         with self.ns.transaction() as tx:
             found = current_entries(tx.conn, self.ns, SCRATCHPAD, label=key, limit=1)
             return tx.lineage(found[0].id) if found else []

@@ -11,7 +11,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from memstore.db.schema import nodes
 from memstore.errors import InvalidInputError
 from memstore.graph.content import checked_content
-from memstore.inputs import validated
+from memstore.inputs import checked_text, validated
 from memstore.models import Hit, MemoryInput, Node
 from memstore.tiers.common import TIMELINE, count_current, current_entries, lock_key, now
 
@@ -92,6 +92,7 @@ class Timeline:
             raise InvalidInputError("n must be an integer from 1 to 10000", field="n")
         where = nodes.c.node_type == TURN
         if session_id is not None:
+            session_id = checked_text(session_id, "session_id")
             where = sa.and_(where, nodes.c.scope == session_id)
         with self.ns.transaction() as tx:
             return current_entries(tx.conn, self.ns, TIMELINE, where=where, limit=n)
