@@ -169,9 +169,11 @@ class _World:
 
     @classmethod
     def of(cls, facts: Facts) -> _World:
+        """The world as the facts describe it, before the batch."""
         return cls(facts, dict(facts.nodes), set(facts.pressure_keys), dict(facts.edges))
 
     def copy(self) -> _World:
+        """An independent copy (to judge a proposal without applying it)."""
         return _World(
             self.facts,
             dict(self.nodes),
@@ -182,6 +184,7 @@ class _World:
         )
 
     def mark(self, node_id: int, status: NodeStatus, **changes: Any) -> None:
+        """Record that an accepted operation changed a node's status (and facts)."""
         self.nodes[node_id] = self.nodes[node_id].model_copy(update={"status": status, **changes})
 
 

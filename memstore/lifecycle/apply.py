@@ -96,9 +96,11 @@ class Written:
         accounted: Sequence[int] = (),
         proposal_id: int | None = None,
     ) -> Written:
+        """What an operation wrote, from any sequences."""
         return cls(list(nodes), list(edges), list(tombstones), list(accounted), proposal_id)
 
     def merged(self, other: Written) -> Written:
+        """This and ``other`` together (an accepted proposal and its operation)."""
         return Written(
             self.nodes + other.nodes,
             self.edges + other.edges,
@@ -254,6 +256,7 @@ class Applying:
         }
 
     def apply(self, op: Operation) -> Written:
+        """Write one accepted operation; returns what it wrote."""
         return self._appliers[type(op)](op)
 
     # --- helpers ------------------------------------------------------------------
@@ -278,6 +281,7 @@ class Applying:
     # --- short-term memory ---------------------------------------------------------
 
     def record_short_term(self, op: RecordShortTerm) -> Written:
+        """A short-term memory: tier short_term, the anatomy in ``data``."""
         node = self._store(
             content=op.content or op.anatomy.claim_or_question,
             kind="working",
@@ -292,6 +296,7 @@ class Applying:
         return Written.of(nodes=[node.id])
 
     def cluster_short_term(self, op: ClusterShortTerm) -> Written:
+        """A cluster node with ``groups`` edges to its (still alive) members."""
         cluster = self._store(
             content=f"{op.label}: {len(op.ids)} short-term memories",
             kind="working",
@@ -306,10 +311,12 @@ class Applying:
         return Written.of(nodes=[cluster.id], edges=edges)
 
     def prune_short_term(self, op: PruneShortTerm) -> Written:
+        """A tombstone on each short-term memory, with the reason."""
         tombstones = self._account(op.ids, f"pruned: {op.reason}")
         return Written.of(tombstones=tombstones, accounted=op.ids)
 
     def distill(self, op: Distill) -> Written:
+        """A durable memory citing its sources (``distills``), which are tombstoned."""
         sources = fetch_nodes(self.tx.conn, self.tx.id, self.tx.name, op.sources)
         anchors = dict.fromkeys(a for a in op.anatomy.anchors if a != ANCHOR_MISSING)
         for source in sources.values():
@@ -341,6 +348,7 @@ class Applying:
         )
 
     def merge_into_incubation(self, op: MergeIntoIncubation) -> Written:
+        """The target's incubation (found or created); its sources tombstoned."""
         lock_key(self.tx, INCUBATION, op.target)
         incubation_id = op.incubation_id
         if incubation_id is None:
@@ -369,6 +377,7 @@ class Applying:
     # --- durable memory and identity -------------------------------------------------
 
     def revise_durable(self, op: ReviseDurable) -> Written:
+        """A new version of a durable memory, superseding the old with the reason."""
         old = self.tx.node(op.node_id)
         data = dict(old.data)
         if op.anatomy is not None:
@@ -392,9 +401,11 @@ class Applying:
         return Written.of(nodes=[new.id])
 
     def retire(self, op: RetireDurable | RetireCandidateIntervention) -> Written:
+        """A tombstone on a durable memory or a candidate intervention."""
         return Written.of(tombstones=[self._tombstone(op.node_id, op.reason)])
 
     def crystallize_identity(self, op: CrystallizeIdentity) -> Written:
+        """A protected identity node on layer 0."""
         node = self._store(
             content=op.content,
             kind="semantic",
@@ -412,6 +423,7 @@ class Applying:
     # --- what the agent might do or say ------------------------------------------------
 
     def queue_candidate_intervention(self, op: QueueCandidateIntervention) -> Written:
+        """Something the agent might say or do, status queued."""
         node = self._store(
             content=op.content,
             kind="working",
@@ -425,6 +437,7 @@ class Applying:
         return Written.of(nodes=[node.id])
 
     def mark_candidate_spoken(self, op: MarkCandidateSpoken) -> Written:
+        """A new version of the intervention with status spoken."""
         old = self.tx.node(op.node_id)
         data = {**old.data, "status": "spoken", "note": op.note}
         new = self.tx.revise(
@@ -438,6 +451,7 @@ class Applying:
         return Written.of(nodes=[new.id])
 
     def upsert_agency_pressure(self, op: UpsertAgencyPressure) -> Written:
+        """The key's pressure: a new node, or a new version when it changed."""
         lock_key(self.tx, AGENCY, op.key)
         current = current_entries(self.tx.conn, self.tx.namespace, AGENCY, label=op.key, limit=1)
         data = {
@@ -472,12 +486,14 @@ class Applying:
         return Written.of(nodes=[node.id])
 
     def retire_agency_pressure(self, op: RetireAgencyPressure) -> Written:
+        """A tombstone on the key's current pressure."""
         current = current_entries(self.tx.conn, self.tx.namespace, AGENCY, label=op.key, limit=1)
         return Written.of(tombstones=[self._tombstone(current[0].id, op.reason)])
 
     # --- review ---------------------------------------------------------------------------
 
     def propose(self, op: Propose) -> Written:
+        """A pending row of memstore.proposals."""
         proposal_id = self.tx.conn.execute(
             sa.insert(proposals)
             .values(
@@ -492,6 +508,7 @@ class Applying:
         return Written.of(proposal_id=int(proposal_id))
 
     def accept_proposal(self, op: AcceptProposal) -> Written:
+        """The proposal's operation applied, and the proposal accepted."""
         proposal = lock_proposals(self.tx, [op.proposal_id])[op.proposal_id]
         inner = parse_operation(proposal.operation)
         assert not isinstance(inner, Unparsed)  # the law parsed it before accepting
@@ -500,6 +517,7 @@ class Applying:
         return written.merged(Written.of(proposal_id=op.proposal_id))
 
     def reject_proposal(self, op: RejectProposal) -> Written:
+        """The proposal rejected, with the reason."""
         self._decide(op.proposal_id, "rejected", op.reason)
         return Written.of(proposal_id=op.proposal_id)
 
@@ -513,21 +531,25 @@ class Applying:
     # --- the generic verbs -------------------------------------------------------------------
 
     def remember(self, op: Remember) -> Written:
+        """What :meth:`Namespace.remember` writes."""
         fields = op.model_dump(exclude={"op"}, exclude_unset=True)
         fields.setdefault("actor", self.actor)
         return Written.of(nodes=[self.tx.remember_item(MemoryInput(**fields)).id])
 
     def link(self, op: Link) -> Written:
+        """What :meth:`Namespace.link` writes."""
         fields = op.model_dump(exclude={"op", "src", "dst"})
         fields["actor"] = fields.get("actor") or self.actor
         return Written.of(edges=[self.tx.link(op.src, op.dst, **fields).id])
 
     def revise(self, op: Revise) -> Written:
+        """What :meth:`Namespace.revise` writes."""
         changes = {"actor": self.actor, **op.changes}
         new = self.tx.revise(op.node_id, op.content, reason=op.reason, **changes)
         return Written.of(nodes=[new.id])
 
     def forget(self, op: Forget) -> Written:
+        """What :meth:`Namespace.forget` writes."""
         tombstone = self.tx.forget(
             op.target_id, reason=op.reason, target=op.target, actor=self.actor
         )

@@ -40,6 +40,7 @@ class _Refs:
     keys: set[str] = field(default_factory=set)
 
     def add(self, op: Operation | Unparsed) -> None:
+        """Note what ``op`` names (and, for a proposal, what its operation names)."""
         if isinstance(op, Unparsed):
             return
         for name in _NODE_FIELDS:

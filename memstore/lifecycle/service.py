@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from memstore.db.schema import embeddings, nodes, operations
 from memstore.errors import InvalidInputError, SleepResidueError
-from memstore.inputs import checked_reason
+from memstore.inputs import checked_reason, checked_text
 from memstore.law.consolidate import (
     Consolidator,
     Distiller,
@@ -46,11 +46,10 @@ def checked_actor(actor: object, default: str | None = None) -> str:
     """A non-blank actor name of at most 200 characters."""
     if actor is None and default is not None:
         return default
-    if not isinstance(actor, str) or not actor.strip() or "\x00" in actor or len(actor) > 200:
-        raise InvalidInputError(
-            "actor must be a non-blank name of at most 200 characters", field="actor"
-        )
-    return actor.strip()
+    name = checked_text(actor, "actor").strip()  # the check every verb's actor gets
+    if not name:
+        raise InvalidInputError("actor must not be blank", field="actor")
+    return name
 
 
 def _checked_batch(ops: object) -> list[Any]:
@@ -255,7 +254,7 @@ def cultivate(
                 actor=who,
                 outcome="accepted",
                 reason=reason,
-                payload=json.loads(json.dumps(payload, default=str)),
+                payload=payload,
                 receipt={"nodes": [result.id], "applied": True},
             )
         )
