@@ -19,7 +19,12 @@ from memstore import activation
 from memstore.activation import learning
 from memstore.activation.model import ActivateRequest, Activation, ActivationParams
 from memstore.config import Settings
-from memstore.db.transaction import namespace_transaction, transaction
+from memstore.db.transaction import (
+    confined,
+    namespace_transaction,
+    read_in_one_round_trip,
+    transaction,
+)
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import (
@@ -52,7 +57,9 @@ from memstore.models import (
     TargetKind,
     check_clean,
 )
-from memstore.recall import EXACT_SEARCH_MAX, RecallQuery, recall
+from memstore.recall import RecallQuery, recall, searched_exactly
+from memstore.recall import hits as recall_hits
+from memstore.recall import plan as recall_plan
 from memstore.recall.query import Fusion
 from memstore.tiers import context, summary
 from memstore.tiers.consolidation import Consolidation
@@ -473,8 +480,28 @@ class Namespace:
             vector = self.embedder.embed([spec.text])[0]
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
-        with self.connection(privacy_ceiling=spec.privacy_ceiling) as conn:
-            return self.recall_in(conn, spec, vector)
+        stats = self._stats()
+        run = recall_plan(
+            self.id,
+            spec,
+            vector,
+            self.embedder,
+            exact=self._exact(stats, vector),
+            confined=stats.confined,
+            text_stats=(stats.documents, stats.avg_length),
+        )
+        params = run.params
+        if vector is not None:  # bound on the client: render it once, not once per use
+            params = {**params, "vector": cache.vector_text(vector)}
+        rows = read_in_one_round_trip(
+            self._engine,
+            self.id,
+            run.statement,
+            params,
+            privacy_ceiling=spec.privacy_ceiling,
+            settings=run.settings,
+        )
+        return recall_hits(rows, spec, self.embedder, self.name)
 
     def activate(
         self,
@@ -595,7 +622,6 @@ class Namespace:
     ) -> list[Hit]:
         """Run a validated recall on an open connection (for composite reads)."""
         stats = self._stats(conn)
-        exact = vector is not None and stats.vectors <= EXACT_SEARCH_MAX
         return recall(
             conn,
             self.id,
@@ -603,9 +629,13 @@ class Namespace:
             spec,
             vector,
             self.embedder,
-            exact=exact,
+            exact=self._exact(stats, vector),
             text_stats=(stats.documents, stats.avg_length),
         )
+
+    @staticmethod
+    def _exact(stats: NamespaceStats, vector: np.ndarray[Any, Any] | None) -> bool:
+        return vector is not None and searched_exactly(stats.vectors, stats.indexed)
 
     def _seed_ids(
         self, conn: Connection, ids: list[int], as_of: datetime | None
@@ -628,14 +658,22 @@ class Namespace:
                 tx.current(current[node_id])  # raises: the memory was forgotten or redacted
         return {current[node_id]: 1.0 for node_id in ids}
 
-    def _stats(self, conn: Connection) -> NamespaceStats:
-        """Sizes that pick a plan and feed BM25, cached for a minute.
+    def _stats(self, conn: Connection | None = None) -> NamespaceStats:
+        """Sizes that pick a plan and feed BM25, cached for a minute (read on ``conn``, or a
+        transaction of their own).
 
         They only steer ranking and plan choice, so slightly stale is fine.
         """
         now = time.monotonic()
         if self._cached_stats is None or now - self._cached_stats[1] > STATS_TTL:
-            self._cached_stats = (namespace_stats(conn, self.id, self.embedder.name), now)
+            if conn is None:
+                with self.connection() as fresh:
+                    return self._stats(fresh)
+            model, dims = self.embedder.name, self.embedder.dims
+            stats = namespace_stats(conn, self.id, model)._replace(
+                indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
+            )
+            self._cached_stats = (stats, now)
         return self._cached_stats[0]
 
     def _as_input(self, position: int, item: object) -> MemoryInput:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -35,6 +36,31 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.rollback()
 
 
+# A pooled connection idle for longer than this is pinged before reuse (a
+# server restart or a dropped socket shows there, not mid-statement); one used
+# within it is not: a ping is a round trip, and recall is one round trip in all.
+PING_AFTER_IDLE_S = 1.0
+_IDLE_SINCE = "memstore_idle_since"
+
+
+def _mark_idle(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_IDLE_SINCE] = time.monotonic()
+
+
+def _ping_if_idle(engine: Engine) -> Any:
+    def checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.pop(_IDLE_SINCE, None)
+        stale = idle_since is None or time.monotonic() - idle_since > PING_AFTER_IDLE_S
+        try:
+            if dbapi_connection.broken or (stale and not engine.dialect.do_ping(dbapi_connection)):
+                raise sa.exc.InvalidatePoolError("the connection was closed")
+        except psycopg.Error as exc:
+            # The pool retries with a new connection (and drops the older ones).
+            raise sa.exc.InvalidatePoolError(str(exc)) from exc
+
+    return checkout
+
+
 def create_engine(url: str, **kwargs: Any) -> Engine:
     """An engine on psycopg 3 that adapts pgvector's type to numpy arrays.
 
@@ -42,13 +68,15 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     would prepare, and PostgreSQL's generic plans cannot see a query's
     full-text terms or which partial index applies, which measured 2x slower
     recall (docs/benchmark-notes.md). It also keeps memstore safe behind pgbouncer
-    in transaction mode.
+    in transaction mode. A pooled connection is pinged before reuse only when
+    it sat idle for over :data:`PING_AFTER_IDLE_S` (SQLAlchemy's pre-ping would
+    add a round trip to every call).
     """
     connect_args = {"prepare_threshold": None, **kwargs.pop("connect_args", {})}
-    engine = sa.create_engine(
-        sqlalchemy_url(url), pool_pre_ping=True, connect_args=connect_args, **kwargs
-    )
+    engine = sa.create_engine(sqlalchemy_url(url), connect_args=connect_args, **kwargs)
     event.listen(engine, "connect", _register_vector)
+    event.listen(engine, "checkin", _mark_idle)
+    event.listen(engine, "checkout", _ping_if_idle(engine))
     return engine
 
 

@@ -73,6 +73,13 @@ def check_vector(vector: object, dims: int, *, field: str = "embedding") -> Vect
     return array
 
 
+def vector_text(vector: Vectors) -> str:
+    """pgvector's text form of a float32 vector, exact (each float32 prints as its shortest
+    round-tripping decimal) and rendered once, for statements bound on the client.
+    """
+    return "[" + ",".join(map(repr, vector.tolist())) + "]"
+
+
 def index_exists(conn: Connection, model: str, dims: int) -> bool:
     """Whether the HNSW index of ``model`` at ``dims`` exists."""
     found = conn.execute(
@@ -80,6 +87,19 @@ def index_exists(conn: Connection, model: str, dims: int) -> bool:
         {"name": f"memstore.{index_name(model, dims)}"},
     ).scalar_one()
     return bool(found)
+
+
+def indexed_vectors(conn: Connection, model: str, dims: int) -> int | None:
+    """The planner's estimate of the vectors in the model's HNSW index (None: no index).
+
+    Read from pg_class (any role may): the count at the index's build, kept
+    current by (auto)vacuum and ANALYZE. -1 there means never counted, so 0.
+    """
+    found = conn.execute(
+        sa.text("SELECT c.reltuples FROM pg_catalog.pg_class c WHERE c.oid = to_regclass(:name)"),
+        {"name": f"memstore.{index_name(model, dims)}"},
+    ).scalar_one_or_none()
+    return None if found is None else max(int(found), 0)
 
 
 def ensure_index(engine: Engine, model: str, dims: int) -> bool:

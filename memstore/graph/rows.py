@@ -123,6 +123,10 @@ class NamespaceStats(NamedTuple):
     """Average lexemes per node (BM25's length normalisation)."""
     vectors: int
     """Vectors of the current embedder."""
+    indexed: int | None = None
+    """Vectors in that model's HNSW index, every namespace's (None: no index)."""
+    confined: bool = False
+    """Whether row-level security confines the connected role."""
 
 
 def namespace_stats(conn: Connection, namespace_id: int, model: str) -> NamespaceStats:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from psycopg import sql
@@ -24,15 +24,19 @@ from memstore.recall import fusion
 from memstore.recall.injection import instruction_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
-__all__ = ["RecallQuery", "recall"]
+__all__ = ["RecallPlan", "RecallQuery", "hits", "plan", "recall", "searched_exactly"]
 
 # ef_search bounds the candidates an HNSW scan keeps; iterative scans keep
 # scanning until enough rows pass the filters (pgvector >= 0.8).
 MIN_EF_SEARCH = 40
-# Below this many vectors a namespace is searched exactly: one model's HNSW
-# index spans every namespace, and walking it for a small namespace's rows
-# costs more than comparing them all (600 vectors: ~1 ms exact vs ~12 ms).
+# A namespace of at most this many vectors is searched exactly: one model's
+# HNSW index spans every namespace, and walking it for a small namespace's rows
+# costs more than comparing them all (600 vectors: ~1 ms exact vs ~12 ms)...
 EXACT_SEARCH_MAX = 10_000
+# ...but only while it holds less than this share of the model's index: a
+# namespace that is most of the index walks it as fast as a raw query, where
+# an exact scan of 10,000 vectors costs 10-30 ms (docs/recall.md).
+HNSW_MIN_SHARE = 0.2
 
 
 QUERIES = named_queries(files("memstore.recall").joinpath("recall.sql").read_text())
@@ -102,11 +106,59 @@ def recall_statement(
     return sql.SQL("WITH {}\n{}").format(sql.SQL(",\n").join(ctes), select)
 
 
+def search_settings(pool: int) -> dict[str, str]:
+    """The transaction-local HNSW settings of a search that keeps ``pool`` candidates."""
+    return {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(max(MIN_EF_SEARCH, pool))}
+
+
 def hnsw_settings(pool: int) -> sql.Composed:
-    """Per-transaction HNSW settings (SET LOCAL: safe behind pgbouncer, reaches Citus shards)."""
-    return sql.SQL(
-        "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {}"
-    ).format(sql.Literal(max(MIN_EF_SEARCH, pool)))
+    """:func:`search_settings` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
+    return sql.SQL("; ").join(
+        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
+        for name, value in search_settings(pool).items()
+    )
+
+
+def searched_exactly(vectors: int, indexed: int | None) -> bool:
+    """Whether a namespace of ``vectors`` vectors is compared exactly rather than through HNSW.
+
+    ``indexed`` estimates the vectors in the model's HNSW index, every
+    namespace's (None: no index). The index pays when the namespace is big or
+    holds a good share of it; a small namespace among many is compared
+    exactly, since walking the shared index for its few rows costs more.
+    """
+    if indexed is None:
+        return True
+    share = vectors / max(indexed, vectors, 1)
+    return vectors <= EXACT_SEARCH_MAX and share < HNSW_MIN_SHARE
+
+
+class RecallPlan(NamedTuple):
+    """One recall as a statement, its parameters, and the settings it runs under."""
+
+    statement: sql.Composed
+    params: dict[str, Any]
+    settings: dict[str, str]
+
+
+def plan(
+    namespace_id: int,
+    q: RecallQuery,
+    vector: np.ndarray[Any, Any] | None,
+    embedder: Embedder,
+    *,
+    exact: bool,
+    confined: bool,
+    text_stats: tuple[int, float] = (1, 1.0),
+) -> RecallPlan:
+    """The statement for ``q`` (see :func:`recall`); nothing runs yet."""
+    params = recall_params(namespace_id, q, vector, text_stats)
+    hnsw = params["semantic_limit"] and not exact
+    return RecallPlan(
+        recall_statement(embedder.name, embedder.dims, exact, q.mode, confined),
+        params,
+        search_settings(q.pool) if hnsw else {},
+    )
 
 
 def recall_params(
@@ -149,21 +201,35 @@ def recall(
     exact: bool = False,
     text_stats: tuple[int, float] = (1, 1.0),
 ) -> list[Hit]:
-    """Run ``q`` in one namespace; ``vector`` is the query's embedding (None: lexical only).
+    """Run ``q`` in one namespace on an open transaction; ``vector`` is the query's embedding.
 
-    ``exact`` searches vectors without the HNSW index (for small namespaces);
-    ``text_stats`` is the namespace's (document count, average lexemes per
-    document) for BM25.
+    ``vector`` None means lexical only; ``exact`` searches vectors without the
+    HNSW index (for small namespaces); ``text_stats`` is the namespace's
+    (document count, average lexemes per document) for BM25.
     """
     raw = conn.connection.driver_connection
     assert raw is not None
-    params = recall_params(namespace_id, q, vector, text_stats)
-    if params["semantic_limit"] and not exact:
+    run = plan(
+        namespace_id,
+        q,
+        vector,
+        embedder,
+        exact=exact,
+        confined=confined(conn),
+        text_stats=text_stats,
+    )
+    if run.settings:
         raw.execute(hnsw_settings(q.pool))
     with raw.cursor(row_factory=dict_row) as cursor:
-        statement = recall_statement(embedder.name, embedder.dims, exact, q.mode, confined(conn))
-        rows = cursor.execute(statement, params)
-        found = {row["id"]: row for row in rows.fetchall()}
+        rows = cursor.execute(run.statement, run.params).fetchall()
+    return hits(rows, q, embedder, namespace)
+
+
+def hits(
+    rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder, namespace: str
+) -> list[Hit]:
+    """The recall statement's rows as ranked hits: fused, ties broken, provenance attached."""
+    found = {row["id"]: row for row in rows}
     semantic = sorted(
         (r for r in found.values() if r["semantic_rank"]), key=lambda r: r["semantic_rank"]
     )

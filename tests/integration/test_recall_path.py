@@ -1,0 +1,144 @@
+"""How a recall reaches the server: one round trip, exact scan or HNSW by the namespace's share."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from memstore import MemoryStore
+from memstore.db.transaction import read_in_one_round_trip
+from memstore.embedding import HashingEmbedder
+from memstore.embedding.cache import index_name
+from memstore.errors import DatabaseError, DatabaseUnavailableError
+from memstore.recall import EXACT_SEARCH_MAX, HNSW_MIN_SHARE, searched_exactly
+
+# A model of its own (48 dimensions), so this module controls who shares its index.
+EMBEDDER = HashingEmbedder(dims=48)
+
+
+@pytest.mark.parametrize(
+    ("vectors", "indexed", "exact"),
+    [
+        (600, None, True),  # no index: nothing else to use
+        (600, 6_000, True),  # a tenth of the index: compared exactly
+        (600, 600, False),  # the whole index: walked
+        (EXACT_SEARCH_MAX, EXACT_SEARCH_MAX, False),
+        (EXACT_SEARCH_MAX + 1, 10_000_000, False),  # too big to compare exactly
+        (2_000, 0, False),  # a stale count (never analysed) is at least the namespace
+    ],
+)
+def test_the_search_path_follows_the_namespaces_share_of_the_index(vectors, indexed, exact):
+    assert searched_exactly(vectors, indexed) is exact
+    if indexed and vectors <= EXACT_SEARCH_MAX:
+        assert exact is (vectors / indexed < HNSW_MIN_SHARE)
+
+
+def _index_scans(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s",
+            (index_name(EMBEDDER.name, EMBEDDER.dims),),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture(scope="module")
+def alone(database_url):
+    """1,000 memories, the only ones of their model; 10 (1%) are procedural."""
+    store = MemoryStore.open(database_url, embedder=EMBEDDER)
+    ns = store.namespace("alone")
+    ns.remember_many(
+        [
+            {
+                "content": f"note {i} on topic {i % 37}",
+                "kind": "procedural" if i % 100 == 0 else "episodic",
+            }
+            for i in range(1000)
+        ]
+    )
+    with store.transaction() as conn:  # planner statistics, as autovacuum would gather
+        conn.exec_driver_sql("ANALYZE memstore.embeddings")
+    yield ns
+    store.close()
+
+
+def test_a_namespace_that_is_its_whole_index_walks_it(alone, database_url):
+    before = _index_scans(database_url)
+    alone.recall("note on topic 5", mode="semantic")
+    deadline = time.monotonic() + 10  # statistics reach other sessions within a second or so
+    while _index_scans(database_url) == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _index_scans(database_url) > before
+
+
+def test_the_iterative_scan_setting_reaches_the_one_round_trip_read(alone):
+    # ef_search 50 over a 1% filter finds ~0-1 rows unless the scan iterates.
+    hits = alone.recall("note", mode="semantic", kinds=["procedural"], k=10)
+    assert len(hits) == 10
+    assert {h.node.kind for h in hits} == {"procedural"}
+
+
+def test_every_mode_answers_through_the_one_round_trip_read(alone):
+    for mode in ("semantic", "lexical", "hybrid"):
+        hits = alone.recall("topic 5", mode=mode, k=5)
+        assert len(hits) == 5, mode
+        assert all(h.score > 0 for h in hits), mode
+
+
+def test_a_failed_read_rolls_back_and_the_connection_serves_the_next(alone):
+    engine = alone._engine
+    with pytest.raises(DatabaseError, match="division by zero"):
+        read_in_one_round_trip(engine, alone.id, sql.SQL("SELECT 1 / 0"), {})
+    for _ in range(3):  # whichever pooled connection comes next
+        rows = read_in_one_round_trip(
+            engine,
+            alone.id,
+            sql.SQL(
+                "SELECT current_setting('memstore.namespace_id') AS ns,"
+                " current_setting('hnsw.ef_search') AS ef, %(x)s::int AS x"
+            ),
+            {"x": 7},
+            settings={"hnsw.ef_search": "99"},
+        )
+        assert rows == [{"ns": str(alone.id), "ef": "99", "x": 7}]
+    with engine.connect() as conn:  # the settings were the transaction's only
+        raw = conn.connection.driver_connection
+        assert raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert raw.execute("SHOW hnsw.ef_search").fetchone()[0] != "99"
+        raw.rollback()
+
+
+def _terminate_pooled_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as admin:
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend'"
+            ).fetchall()
+        )
+
+
+def test_a_connection_killed_while_idle_is_replaced_before_use(alone, database_url, monkeypatch):
+    from memstore.db import engine as engine_module
+
+    alone.recall("note", k=1)  # at least one pooled connection
+    assert _terminate_pooled_connections(database_url) >= 1
+    time.sleep(0.3)
+    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_S", 0.1)  # idle long enough: pinged
+    assert len(alone.recall("note", k=3)) == 3
+
+
+def test_a_connection_that_broke_mid_read_is_not_reused(alone, database_url):
+    alone.recall("note", k=1)
+    _terminate_pooled_connections(database_url)
+    # Used within the idle window, so not pinged: this read meets the dead
+    # socket and says so; the broken connection leaves the pool.
+    with pytest.raises(DatabaseUnavailableError, match="connection"):
+        alone.recall("note", k=1)
+    assert len(alone.recall("note", k=3)) == 3
