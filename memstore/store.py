@@ -19,7 +19,7 @@ from memstore.db.transaction import transaction
 from memstore.db.urls import mask
 from memstore.embedding.base import Embedder
 from memstore.embedding.select import choose_embedder
-from memstore.errors import StoreClosedError
+from memstore.errors import ConfigurationError, StoreClosedError
 from memstore.models import StoreStatus
 from memstore.namespace import Namespace
 
@@ -72,6 +72,13 @@ class MemoryStore:
         the ``neural`` extra is installed, else the hashing embedder
         (``MEMSTORE_EMBEDDER`` chooses explicitly).
         """
+        if url is not None and not url.strip():
+            # An empty URL is a caller's bug, not a request for the user's own
+            # embedded store: falling back would silently open (and migrate) it.
+            raise ConfigurationError(
+                "the database URL is empty: pass None (or leave MEMSTORE_DATABASE_URL"
+                " unset) to use the embedded server"
+            )
         settings = settings or Settings()
         embedder = embedder or choose_embedder(settings.embedder)
         url = url or settings.database_url
@@ -86,7 +93,7 @@ class MemoryStore:
             connect_checked(engine)
             if auto_upgrade:
                 with transaction(engine) as conn:
-                    behind = migrate.current_revision(conn) != migrate.head_revision()
+                    behind = migrate.upgradable(conn)
                 if behind:
                     migrate.upgrade(engine)
             with transaction(engine) as conn:

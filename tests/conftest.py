@@ -12,7 +12,9 @@ never see each other's rows and nothing is ever cleaned with DELETE.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,6 +39,11 @@ TEST_URL_ENV = "MEMSTORE_TEST_DATABASE_URL"
 # Tests embed with the deterministic hashing embedder unless a test asks for
 # another; the CLI subprocesses inherit this too.
 os.environ["MEMSTORE_EMBEDDER"] = "hashing"
+# No test may open (or migrate) the user's own store: a store opened without a
+# URL gets an embedded server in a directory of this session's.
+os.environ.pop("MEMSTORE_DATABASE_URL", None)
+os.environ["MEMSTORE_DATA_DIR"] = _SESSION_DATA_DIR = tempfile.mkdtemp(prefix="memstore-data-")
+atexit.register(shutil.rmtree, _SESSION_DATA_DIR, ignore_errors=True)
 PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
 
 

@@ -49,8 +49,19 @@ def current_revision(connection: Connection) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database up to ``revision`` in one transaction."""
+    """Migrate the database up to ``revision`` in one transaction.
+
+    Raises :class:`SchemaVersionError` if a newer memstore already migrated the
+    database past anything this package knows.
+    """
     with transaction(engine) as conn:
+        database_revision = current_revision(conn)
+        if database_revision is not None and database_revision not in known_revisions():
+            raise SchemaVersionError(
+                describe(database_revision, head_revision()),
+                database_revision=database_revision,
+                package_revision=head_revision(),
+            )
         command.upgrade(alembic_config(conn), revision)
     # Connections opened before the vector extension existed lack its adapter.
     engine.dispose()
@@ -78,6 +89,23 @@ def offline_sql(start: str | None = None, end: str = "head") -> str:
     return buffer.getvalue()
 
 
+def known_revisions() -> set[str]:
+    """Every revision this package's migrations define."""
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+def upgradable(connection: Connection) -> bool:
+    """Whether the database is behind the package head on this package's own history.
+
+    A database at a revision the package does not know (a newer memstore
+    migrated it) is not upgradable: :func:`require_current` then explains.
+    """
+    database_revision = current_revision(connection)
+    if database_revision == head_revision():
+        return False
+    return database_revision is None or database_revision in known_revisions()
+
+
 def describe(database_revision: str | None, package_revision: str) -> str:
     """One sentence naming both revisions and the way forward."""
     if database_revision is None:
@@ -85,8 +113,7 @@ def describe(database_revision: str | None, package_revision: str) -> str:
             f"the database has no memstore schema (package revision {package_revision}):"
             " run `memstore db upgrade` (or `alembic upgrade head`)"
         )
-    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
-    if database_revision not in known:
+    if database_revision not in known_revisions():
         return (
             f"the database schema is at revision {database_revision}, which this memstore"
             f" package (revision {package_revision}) does not know: upgrade the package"

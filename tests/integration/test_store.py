@@ -13,7 +13,12 @@ from memstore import MemoryStore
 from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.engine import create_engine
-from memstore.errors import DatabaseUnavailableError, SchemaVersionError, StoreClosedError
+from memstore.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    SchemaVersionError,
+    StoreClosedError,
+)
 
 
 def _migrate_to(url: str, revision: str) -> None:
@@ -50,6 +55,32 @@ def test_open_refuses_a_schema_newer_than_the_package(make_database):
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE memstore.alembic_version SET version_num = 'f00d'")
     with pytest.raises(SchemaVersionError, match="does not know: upgrade the package"):
+        MemoryStore.open(url)
+
+
+def test_auto_upgrade_never_touches_a_schema_newer_than_the_package(make_database):
+    # What a newer memstore left behind is not this package's to migrate: the
+    # answer is the named error, not Alembic's "can't locate revision".
+    url = make_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE memstore.alembic_version SET version_num = 'f00d'")
+    with pytest.raises(SchemaVersionError, match="does not know: upgrade the package"):
+        MemoryStore.open(url, auto_upgrade=True)
+    engine = create_engine(url)
+    try:
+        with pytest.raises(SchemaVersionError, match="f00d"):
+            migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT version_num FROM memstore.alembic_version").fetchone() == (
+            "f00d",
+        )
+
+
+@pytest.mark.parametrize("url", ["", "  "])
+def test_an_empty_url_is_refused_not_taken_for_the_embedded_default(url):
+    with pytest.raises(ConfigurationError, match="URL is empty"):
         MemoryStore.open(url)
 
 
