@@ -54,13 +54,14 @@ def current_entries(
     *,
     label: str | None = None,
     where: sa.ColumnElement[bool] | None = None,
+    order_by: tuple[sa.ColumnElement[object], ...] = (),
     limit: int | None = None,
 ) -> list[Node]:
-    """A tier's current nodes, newest first (by observed time, then id)."""
+    """A tier's current nodes, newest first (by observed time, then id) after ``order_by``."""
     query = (
         sa.select(*node_columns(nodes, ns.id))
         .where(nodes.c.namespace_id == ns.id, nodes.c.tier == tier, is_current(ns.id))
-        .order_by(nodes.c.observed_at.desc().nulls_last(), nodes.c.id.desc())
+        .order_by(*order_by, nodes.c.observed_at.desc().nulls_last(), nodes.c.id.desc())
     )
     if label is not None:
         query = query.where(nodes.c.label == label)

@@ -16,10 +16,11 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy.engine import Connection
 
 from memstore import activation as spreading
 from memstore.activation.model import ActivateRequest
@@ -190,7 +191,8 @@ def render(query: str, sections: list[ContextSection], warnings: list[str]) -> s
 # --- gathering candidates -------------------------------------------------------
 
 
-def _item(node: Node, score: float, reason: str) -> ContextItem:
+def _item(node: Node, score: float, reason: str, *, scanned: bool = True) -> ContextItem:
+    """The packet item of ``node``; ``scanned=False`` skips the instruction-signal scan."""
     return ContextItem(
         id=node.id,
         kind=node.kind,
@@ -204,7 +206,7 @@ def _item(node: Node, score: float, reason: str) -> ContextItem:
         score=score,
         reason=reason,
         tokens=0,
-        instruction_signals=instruction_signals(node.label, node.content),
+        instruction_signals=instruction_signals(node.label, node.content) if scanned else (),
     )
 
 
@@ -220,17 +222,26 @@ def _ranked(
     ]
 
 
-def _confidences(conn: Any, ns: Namespace, ids: list[int]) -> dict[int, float]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        sa.select(node_state.c.node_id, node_state.c.current_confidence).where(
-            node_state.c.namespace_id == ns.id,
-            node_state.c.node_id.in_(ids),
-            node_state.c.current_confidence.is_not(None),
-        )
-    ).all()
-    return {int(r.node_id): float(r.current_confidence) for r in rows}
+def _confident_lessons(conn: Connection, ns: Namespace) -> list[Node]:
+    """Current lessons whose current confidence is at least the threshold, most confident first.
+
+    The current confidence is the learned one (``node_state``: decay, applied
+    lessons) where there is one, else the confidence the lesson was added with.
+    """
+    confidence = sa.func.coalesce(
+        sa.select(node_state.c.current_confidence)
+        .where(node_state.c.namespace_id == ns.id, node_state.c.node_id == nodes.c.id)
+        .scalar_subquery(),
+        nodes.c.confidence,
+    )
+    return current_entries(
+        conn,
+        ns,
+        LESSONS,
+        where=confidence >= LESSON_THRESHOLD,
+        order_by=(confidence.desc(),),
+        limit=MAX_LESSONS,
+    )
 
 
 def gather(
@@ -253,10 +264,7 @@ def gather(
         candidates: dict[str, list[tuple[Node, float, str]]] = {}
         pins = current_entries(tx.conn, ns, SCRATCHPAD, limit=MAX_PINS)
         candidates["scratchpad"] = _ranked(pins, relevance, "pinned")
-        lessons = current_entries(tx.conn, ns, LESSONS, limit=MAX_LESSONS)
-        current = _confidences(tx.conn, ns, [n.id for n in lessons])
-        confident = [n for n in lessons if current.get(n.id, n.confidence) >= LESSON_THRESHOLD]
-        confident.sort(key=lambda n: -current.get(n.id, n.confidence))
+        confident = _confident_lessons(tx.conn, ns)
         candidates["lessons"] = _ranked(confident, relevance, "high confidence")
         procedures = [h.node for h in hits if h.node.tier == PROCEDURES]
         candidates["procedures"] = _ranked(procedures, relevance, "")
@@ -327,17 +335,38 @@ def assemble(
     seen: set[int] = set()
     titles = {name: TITLES[name].format(threshold=LESSON_THRESHOLD) for name in SECTIONS}
 
-    def cost(name: str, item: ContextItem) -> int:
-        line = token_counter(_line(item)) + 1  # its newline
-        heading = 0 if chosen[name] else token_counter(f"## {titles[name]}") + 1
-        return line + heading
+    headings = {name: token_counter(f"## {titles[name]}") + 1 for name in SECTIONS}
+    # Each candidate is priced once (its line and newline), though two passes
+    # may consider it. The instruction scan, the costliest part, runs only for
+    # a candidate that fits without its mark: the mark only lengthens a line.
+    priced: dict[tuple[str, int], tuple[ContextItem, int]] = {}
+
+    def price(name: str, node: Node, score: float, reason: str) -> tuple[ContextItem, int]:
+        key = (name, node.id)
+        if key not in priced:
+            item = _item(node, score, reason, scanned=False)
+            priced[key] = (item, token_counter(_line(item)) + 1)
+        return priced[key]
+
+    def scanned(name: str, node: Node, score: float, reason: str) -> tuple[ContextItem, int]:
+        item, line = price(name, node, score, reason)
+        signals = instruction_signals(node.label, node.content)
+        if signals:
+            item = item.model_copy(update={"instruction_signals": signals})
+            line = token_counter(_line(item)) + 1
+        priced[(name, node.id)] = (item, line)
+        return item, line
 
     def fill(name: str, limit: int) -> None:
         for node, score, reason in candidates[name]:
             if node.id in seen:
                 continue
-            item = _item(node, score, reason)
-            spend = cost(name, item)
+            heading = 0 if chosen[name] else headings[name]
+            _, line = price(name, node, score, reason)
+            if used[name] + heading + line > limit:
+                continue
+            item, line = scanned(name, node, score, reason)
+            spend = heading + line
             if used[name] + spend > limit:
                 continue
             chosen[name].append(item.model_copy(update={"tokens": spend}))
