@@ -57,7 +57,13 @@ from memstore.models import (
     TargetKind,
     check_clean,
 )
-from memstore.recall import RecallQuery, recall, searched_exactly
+from memstore.recall import (
+    RecallQuery,
+    TermCounts,
+    learn_term_counts,
+    recall,
+    searched_exactly,
+)
 from memstore.recall import hits as recall_hits
 from memstore.recall import plan as recall_plan
 from memstore.recall.query import Fusion
@@ -129,6 +135,7 @@ class Namespace:
         self.settings = settings
         self.id = open_namespace(engine, name, embedder)
         self._cached_stats: tuple[NamespaceStats, float] | None = None
+        self._term_counts = TermCounts()
 
     # --- tiers: profiles over the one graph (docs/tiers.md) ----------------------
 
@@ -489,6 +496,7 @@ class Namespace:
             exact=self._exact(stats, vector),
             confined=stats.confined,
             text_stats=(stats.documents, stats.avg_length),
+            terms=self._term_counts,
         )
         params = run.params
         if vector is not None:  # bound on the client: render it once, not once per use
@@ -501,6 +509,8 @@ class Namespace:
             privacy_ceiling=spec.privacy_ceiling,
             settings=run.settings,
         )
+        if not stats.confined:
+            learn_term_counts(self._term_counts, rows)
         return recall_hits(rows, spec, self.embedder, self.name)
 
     def activate(
@@ -631,6 +641,7 @@ class Namespace:
             self.embedder,
             exact=self._exact(stats, vector),
             text_stats=(stats.documents, stats.avg_length),
+            terms=self._term_counts,
         )
 
     @staticmethod
@@ -674,6 +685,7 @@ class Namespace:
                 indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
             )
             self._cached_stats = (stats, now)
+            self._term_counts = TermCounts()  # counted again with the statistics
         return self._cached_stats[0]
 
     def _as_input(self, position: int, item: object) -> MemoryInput:

@@ -23,8 +23,18 @@ from memstore.models import Hit, RecallMode, ScoreParts
 from memstore.recall import fusion
 from memstore.recall.injection import instruction_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
+from memstore.recall.terms import CACHED_DF_MIN, TermCounts
 
-__all__ = ["RecallPlan", "RecallQuery", "hits", "plan", "recall", "searched_exactly"]
+__all__ = [
+    "RecallPlan",
+    "RecallQuery",
+    "TermCounts",
+    "hits",
+    "learn_term_counts",
+    "plan",
+    "recall",
+    "searched_exactly",
+]
 
 # ef_search bounds the candidates an HNSW scan keeps; iterative scans keep
 # scanning until enough rows pass the filters (pgvector >= 0.8).
@@ -100,6 +110,7 @@ def recall_statement(
         lexical=BM25 if mode != "semantic" else none,
         semantic_rank=sql.SQL("sr.rank") if mode != "lexical" else none,
         lexical_rank=sql.SQL("l.rank") if mode != "semantic" else none,
+        term_counts=sql.SQL(QUERIES["term_counts"].strip()) if mode != "semantic" else none,
         candidates=sql.SQL(" UNION ").join(sources),
         rank_joins=sql.SQL("\n").join(joins),
     )
@@ -150,9 +161,18 @@ def plan(
     exact: bool,
     confined: bool,
     text_stats: tuple[int, float] = (1, 1.0),
+    terms: TermCounts | None = None,
 ) -> RecallPlan:
-    """The statement for ``q`` (see :func:`recall`); nothing runs yet."""
-    params = recall_params(namespace_id, q, vector, text_stats)
+    """The statement for ``q`` (see :func:`recall`); nothing runs yet.
+
+    ``terms``: cached document counts of common terms to offer the statement
+    (memstore/recall/terms.py); never for a ``confined`` role, whose counts
+    depend on its privacy ceiling.
+    """
+    known: tuple[list[str], list[int]] = ([], [])
+    if terms is not None and not confined and q.mode != "semantic":
+        known = terms.offered(q.text)
+    params = recall_params(namespace_id, q, vector, text_stats, known)
     hnsw = params["semantic_limit"] and not exact
     return RecallPlan(
         recall_statement(embedder.name, embedder.dims, exact, q.mode, confined),
@@ -166,6 +186,7 @@ def recall_params(
     q: RecallQuery,
     vector: np.ndarray[Any, Any] | None,
     text_stats: tuple[int, float] = (1, 1.0),
+    known: tuple[list[str], list[int]] = ([], []),
 ) -> dict[str, Any]:
     """The parameters of :func:`recall_statement` for query ``q``."""
     use_vector = q.mode != "lexical" and vector is not None
@@ -187,6 +208,9 @@ def recall_params(
         "k": q.k,
         "doc_count": max(text_stats[0], 1),
         "avg_length": max(text_stats[1], 1.0),
+        "known_terms": known[0],
+        "known_counts": known[1],
+        "cache_df_min": CACHED_DF_MIN,
     }
 
 
@@ -200,29 +224,41 @@ def recall(
     *,
     exact: bool = False,
     text_stats: tuple[int, float] = (1, 1.0),
+    terms: TermCounts | None = None,
 ) -> list[Hit]:
     """Run ``q`` in one namespace on an open transaction; ``vector`` is the query's embedding.
 
     ``vector`` None means lexical only; ``exact`` searches vectors without the
     HNSW index (for small namespaces); ``text_stats`` is the namespace's
-    (document count, average lexemes per document) for BM25.
+    (document count, average lexemes per document) for BM25; ``terms`` the
+    namespace's cached counts of common terms, offered and then updated.
     """
     raw = conn.connection.driver_connection
     assert raw is not None
+    role_confined = confined(conn)
     run = plan(
         namespace_id,
         q,
         vector,
         embedder,
         exact=exact,
-        confined=confined(conn),
+        confined=role_confined,
         text_stats=text_stats,
+        terms=terms,
     )
     if run.settings:
         raw.execute(hnsw_settings(q.pool))
     with raw.cursor(row_factory=dict_row) as cursor:
         rows = cursor.execute(run.statement, run.params).fetchall()
+    if terms is not None and not role_confined:
+        learn_term_counts(terms, rows)
     return hits(rows, q, embedder, namespace)
+
+
+def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:
+    """Keep the common terms' counts the statement reported (every row carries them)."""
+    if rows:
+        terms.learn(rows[0]["term_counts"])
 
 
 def hits(

@@ -14,8 +14,9 @@
 -- {bm25} the BM25 score of row n over query_terms (BM25 in __init__.py);
 -- {document_count} and {matched_nodes} the lexical match, inline or through
 -- the row-security-aware functions (fragments at the end);
--- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank} and
--- {lexical} name the signals the mode computed (NULL for the other).
+-- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank},
+-- {lexical} and {term_counts} name the signals the mode computed (NULL for the
+-- other).
 -- Optional filters arrive as NULL and fold away in the custom plan.
 
 -- filtered --
@@ -59,14 +60,19 @@ semantic AS MATERIALIZED (
 -- lexical --
 query_terms AS MATERIALIZED (
     -- The query's lexemes (English stemming, stop words dropped) and their BM25
-    -- inverse document frequency in this namespace. Counting a term's documents
-    -- is a GIN index lookup (document_count_*, below).
-    SELECT t.term, d.df,
+    -- inverse document frequency in this namespace. A common term's document
+    -- count comes from an earlier recall when the client offers it (known_*:
+    -- memstore/recall/terms.py); any other term's documents are counted through
+    -- the GIN index (document_count_*, below). coalesce() evaluates the count
+    -- only when no known count matched.
+    SELECT t.term, d.df, k.df IS NULL AS counted,
            -- greatest(): the cached document count may lag behind new documents.
            ln(1 + (greatest(%(doc_count)s, d.df) - d.df + 0.5) / (d.df + 0.5)) AS idf
     FROM (SELECT DISTINCT u.lexeme AS term
           FROM unnest(to_tsvector('english', %(text)s)) AS u) AS t
-    CROSS JOIN LATERAL ({document_count}) AS d
+    LEFT JOIN unnest(%(known_terms)s::text[], %(known_counts)s::bigint[]) AS k (term, df)
+           ON k.term = t.term
+    CROSS JOIN LATERAL (SELECT coalesce(k.df, ({document_count})) AS df) AS d
 ), match_terms AS MATERIALIZED (
     -- The terms a document must share to be scored. A term in many documents
     -- adds little to BM25 (low idf) but makes every one of them a candidate:
@@ -116,6 +122,11 @@ memstore.nodes n JOIN (SELECT query FROM match_terms) AS mt ON n.search @@ mt.qu
 memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
+-- term_counts --
+-- The common terms this recall counted, for the client to offer next time.
+(SELECT json_object_agg(q.term, q.df) FROM query_terms q
+ WHERE q.counted AND q.df >= %(cache_df_min)s)
+
 -- select --
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
        n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
@@ -129,7 +140,8 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
        1 - (e.embedding <=> %(vector)s) AS similarity,
        {lexical} AS lexical,
        {semantic_rank} AS semantic_rank,
-       {lexical_rank} AS lexical_rank
+       {lexical_rank} AS lexical_rank,
+       {term_counts} AS term_counts
 FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
 LEFT JOIN memstore.embeddings e

@@ -14,6 +14,7 @@ from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import DatabaseError, DatabaseUnavailableError
 from memstore.recall import EXACT_SEARCH_MAX, HNSW_MIN_SHARE, searched_exactly
+from memstore.recall.terms import CACHED_DF_MIN
 
 # A model of its own (48 dimensions), so this module controls who shares its index.
 EMBEDDER = HashingEmbedder(dims=48)
@@ -142,3 +143,48 @@ def test_a_connection_that_broke_mid_read_is_not_reused(alone, database_url):
     with pytest.raises(DatabaseUnavailableError, match="connection"):
         alone.recall("note", k=1)
     assert len(alone.recall("note", k=3)) == 3
+
+
+# --- document counts of common terms, kept between recalls ----------------------------
+
+COMMON = CACHED_DF_MIN + 20
+
+
+@pytest.fixture(scope="module")
+def wordy(database_url):
+    """A namespace where "harbour" is common (COMMON documents) and "lighthouse" rare (3)."""
+    store = MemoryStore.open(database_url, embedder=EMBEDDER)
+    ns = store.namespace("wordy")
+    ns.remember_many([f"harbour log entry {i}" for i in range(COMMON)])
+    ns.remember_many([f"the lighthouse by the harbour, visit {i}" for i in range(3)])
+    yield ns
+    store.close()
+
+
+def _scores(ns):
+    return [(h.node.id, h.score) for h in ns.recall("harbours and lighthouses", mode="lexical")]
+
+
+def test_a_common_terms_count_is_kept_and_reused_with_the_same_ranking(wordy):
+    wordy._cached_stats = None  # statistics, and with them the counts, start afresh
+    counted = _scores(wordy)
+    assert wordy._term_counts.offered("harbours") == (["harbour"], [COMMON + 3])
+    assert wordy._term_counts.offered("lighthouses") == ([], [])  # rare: counting is cheap
+    assert _scores(wordy) == counted
+    # The statement takes the offered count: a wrong one changes the scores...
+    wordy._term_counts.learn({"harbour": 1})
+    assert _scores(wordy) != counted
+    # ...until the namespace's statistics are read again, which drops the counts.
+    wordy._cached_stats = None
+    assert _scores(wordy) == counted
+
+
+def test_an_offered_count_never_replaces_another_terms(wordy):
+    wordy._cached_stats = None
+    counted = _scores(wordy)
+    # "harbou" begins "harbours" but is not one of the query's lexemes: unused.
+    wordy._term_counts.learn({"harbou": 1, "lighthous": 10_000})
+    assert _scores(wordy) != counted  # the real lexeme "lighthous" took its (wrong) count
+    wordy._cached_stats = None
+    wordy._term_counts.learn({"harbou": 1})
+    assert _scores(wordy) == counted
