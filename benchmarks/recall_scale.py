@@ -505,7 +505,7 @@ def explain_memstore(
         params = recall_params(ns.id, q, vector)
         with store.transaction() as conn:
             raw = conn.connection.driver_connection
-            raw.execute(hnsw_settings(q.pool))
+            raw.execute(hnsw_settings(q.pool, filtered=q.filtered))
             text = psycopg.ClientCursor(raw).mogrify(
                 recall_statement(MODEL, DIMS, exact=False, mode="semantic"), params
             )

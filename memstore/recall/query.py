@@ -36,6 +36,21 @@ class RecallQuery(BaseModel):
     """None: the embedder's own ``semantic_weight``, else DEFAULT_SEMANTIC_WEIGHT."""
 
     @property
+    def filtered(self) -> bool:
+        """Whether a filter narrows the candidates beyond current memories."""
+        return any(
+            value is not None
+            for value in (
+                self.kinds,
+                self.node_types,
+                self.tiers,
+                self.as_of,
+                self.valid_at,
+                self.privacy_ceiling,
+            )
+        )
+
+    @property
     def pool(self) -> int:
         """Candidates fetched per signal before fusion."""
         return max(3 * self.k, 50)

@@ -166,7 +166,7 @@ def test_semantic_recall_goes_through_the_hnsw_index(crowded, store):
     statement = recall_statement(crowded.embedder.name, 384, exact=False, mode="semantic")
     with store.transaction() as conn:
         raw = conn.connection.driver_connection
-        raw.execute(hnsw_settings(q.pool))
+        raw.execute(hnsw_settings(q.pool, filtered=q.filtered))
         text = ClientCursor(raw).mogrify(statement, recall_params(crowded.id, q, vector))
         plan = "\n".join(row[0] for row in raw.execute("EXPLAIN " + text))
     assert f"Index Scan using {index_name(crowded.embedder.name, 384)}" in plan, plan

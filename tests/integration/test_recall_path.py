@@ -13,7 +13,14 @@ from memstore.db.transaction import read_in_one_round_trip
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import DatabaseError, DatabaseUnavailableError
-from memstore.recall import EXACT_SEARCH_MAX, HNSW_MIN_SHARE, searched_exactly
+from memstore.recall import (
+    EXACT_SEARCH_MAX,
+    FILTERED_EF_FACTOR,
+    HNSW_MIN_SHARE,
+    RecallQuery,
+    search_settings,
+    searched_exactly,
+)
 from memstore.recall.terms import CACHED_DF_MIN
 
 # A model of its own (48 dimensions), so this module controls who shares its index.
@@ -82,6 +89,16 @@ def test_the_iterative_scan_setting_reaches_the_one_round_trip_read(alone):
     hits = alone.recall("note", mode="semantic", kinds=["procedural"], k=10)
     assert len(hits) == 10
     assert {h.node.kind for h in hits} == {"procedural"}
+
+
+def test_a_filtered_search_widens_the_beam():
+    plain = RecallQuery(text="x", k=10, mode="semantic")
+    narrowed = RecallQuery(text="x", k=10, mode="semantic", tiers=["lessons"])
+    assert not plain.filtered and narrowed.filtered
+    assert search_settings(plain.pool)["hnsw.ef_search"] == "50"
+    widened = search_settings(narrowed.pool, filtered=True)["hnsw.ef_search"]
+    assert widened == str(FILTERED_EF_FACTOR * 50)
+    assert search_settings(400, filtered=True)["hnsw.ef_search"] == "1000"  # pgvector's cap
 
 
 def test_every_mode_answers_through_the_one_round_trip_read(alone):
