@@ -77,14 +77,15 @@ query_terms AS MATERIALIZED (
     -- The terms a document must share to be scored. A term in many documents
     -- adds little to BM25 (low idf) but makes every one of them a candidate:
     -- one common word once selected 42 percent of a 100k namespace. So candidates
-    -- come from the rarer terms only: those in at most 5 percent of the documents,
-    -- plus, in order of document frequency, as many more as it takes for the
-    -- candidates to number at least the limit (a term in >= limit documents
-    -- guarantees it). Every query term still counts in the score.
+    -- come from the rarer terms only: those in at most match_share of the
+    -- documents (MATCH_SHARE in __init__.py), plus, in order of document
+    -- frequency, as many more as it takes for the candidates to number at least
+    -- the limit (a term in >= limit documents guarantees it). Every query term
+    -- still counts in the score.
     SELECT string_agg(quote_literal(q.term), ' | ')::tsquery AS query
     FROM query_terms q
     WHERE q.df <= greatest(
-        0.05 * %(doc_count)s,
+        %(match_share)s * %(doc_count)s,
         coalesce((SELECT min(r.df) FROM query_terms r WHERE r.df >= %(lexical_limit)s),
                  'Infinity'::numeric))
 ), lexical AS MATERIALIZED (
