@@ -6,6 +6,7 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,3 +129,41 @@ def test_bad_requests_are_refused_and_change_nothing(agent, database_url, kwargs
     with pytest.raises(InvalidInputError):
         agent.recall_context(**kwargs)
     assert row_counts(database_url) == before
+
+
+def test_warnings_name_the_chosen_items_without_fresh_vectors(store, database_url):
+    ns = store.namespace(f"context-warn-{uuid.uuid4().hex[:8]}")
+    bare, stale, fine, gone = (
+        ns.timeline.ingest_turn("user", text, "s1", at=START + timedelta(minutes=i))
+        for i, text in enumerate(
+            [
+                "Dinner booked at the harbour restaurant",
+                "Dinner guests: Maya and Rui",
+                "Dinner starts at eight",
+                "Dinner budget is 40 euros each",
+            ]
+        )
+    )
+    ns.redact(gone.id, reason="personal data", actor="dpo")
+    with psycopg.connect(database_url) as conn:  # the vector cache, not the truth: editable
+        conn.execute(
+            "DELETE FROM memstore.embeddings WHERE namespace_id = %s AND node_id = %s",
+            (ns.id, bare.id),
+        )
+        conn.execute(
+            "UPDATE memstore.embeddings SET source_hash = 'not the text'"
+            " WHERE namespace_id = %s AND node_id = %s",
+            (ns.id, stale.id),
+        )
+    packet = ns.recall_context("dinner", 2000)
+    assert {bare.id, stale.id, fine.id} <= {item.id for item in packet.items()}
+    assert any(f"#{bare.id}" in w and "no " in w and "vector" in w for w in packet.warnings)
+    assert any(f"#{stale.id}" in w and "stale" in w for w in packet.warnings)
+    assert not any(f"#{fine.id}" in w for w in packet.warnings)
+    assert any("1 memories of this namespace were redacted" in w for w in packet.warnings)
+    # An item the budget left out (here: dropped for the warnings' room) is not named.
+    small = ns.recall_context("dinner", 160, allocation={"timeline": 1.0})
+    shown = {item.id for item in small.items()}
+    assert shown and {bare.id, stale.id} - shown, (shown, small.warnings)
+    for missing_id in {bare.id, stale.id} - shown:
+        assert not any(f"#{missing_id}" in w for w in small.warnings)
