@@ -248,13 +248,24 @@ BEGIN
                  array_agg(n.node_type), array_agg(n.label), array_agg(n.tier),
                  array_agg(n.importance), array_agg(n.decay_rate),
                  array_agg(extract(epoch FROM moment - n.recorded_at)::float8),
-                 array_agg((1 - (emb.embedding <=> p_vector))::float8)
+                 array_agg(emb.similarity)
           FROM reached m
-          JOIN memstore.nodes n ON n.namespace_id = p_ns AND n.id = m.id
+          -- One index probe per reached node (OFFSET 0 keeps it a probe): once
+          -- the planner knew how many nodes were reached it chose to hash the
+          -- whole namespace's nodes instead, 5x slower at 3k of 100k.
+          CROSS JOIN LATERAL (
+              SELECT n.id, n.layer, n.node_type, n.label, n.tier, n.importance, n.decay_rate,
+                     n.recorded_at
+              FROM memstore.nodes n
+              WHERE n.namespace_id = p_ns AND n.id = m.id
+              OFFSET 0) AS n
           -- Without a query vector there is no similarity: no vector is read.
-          LEFT JOIN memstore.embeddings emb
-                 ON p_vector IS NOT NULL
-                AND emb.namespace_id = p_ns AND emb.node_id = n.id AND emb.model = p_model
+          LEFT JOIN LATERAL (
+              SELECT (1 - (e.embedding <=> p_vector))::float8 AS similarity
+              FROM memstore.embeddings e
+              WHERE p_vector IS NOT NULL
+                AND e.namespace_id = p_ns AND e.node_id = m.id AND e.model = p_model
+              OFFSET 0) AS emb ON true
          ) AS v,
          (SELECT array_agg(st.node_id), array_agg(extract(epoch FROM moment - t.at)::float8)
           FROM memstore.node_state st
