@@ -533,7 +533,7 @@ class Namespace:
         Seeds from the query are its ``params.seed_count`` hybrid-recall hits
         (seed strength: the fused score over the best one's); given ids are
         seeds of strength 1 (an old version stands for its current one). One
-        recursive CTE pulls the neighbourhood (``depth`` hops, each node's
+        database call pulls the neighbourhood (``depth`` hops, each node's
         ``fanout`` heaviest edges, current nodes and live edges only, within
         ``privacy_ceiling`` and ``as_of``); numpy scores it. ``learn`` records
         the accesses of working memory and strengthens co-activated edges.

@@ -1,4 +1,4 @@
-"""The neighbourhood pull: one recursive CTE (``memstore.neighbourhood``), read as numpy arrays.
+"""The neighbourhood pull: one call of ``memstore.neighbourhood``, read as numpy arrays.
 
 Every value travels as a bound parameter; the query vector once, in binary.
 """

@@ -85,6 +85,25 @@ def test_scores_match_an_independent_computation_on_a_graph_with_a_cycle(ns):
     assert [step.node_id for step in by_id[n["e"].id].path] == [n[k].id for k in "abce"]
 
 
+def test_each_node_is_expanded_once_at_its_least_depth(ns):
+    # b is reached at depth 1 (a -> b) and again at depth 2 (a -> c -> b); x only
+    # through an inhibitory edge, which is not walked through.
+    n = make(ns, "a", "b", "c", "d", "e", "x", "y")
+    links = [("a", "b", 0.9, False), ("a", "c", 0.8, False), ("c", "b", 0.7, False),
+             ("b", "d", 0.6, False), ("d", "e", 0.5, False), ("a", "x", 0.4, True),
+             ("x", "y", 0.9, False)]  # fmt: skip
+    for src, dst, weight, inhibitory in links:
+        ns.link(n[src].id, n[dst].id, weight=weight, inhibitory=inhibitory)
+    for depth, edges, reached in ((1, 3, "abcx"), (2, 5, "abcdx"), (3, 6, "abcdex")):
+        activation = ns.activate(seeds=[n["a"].id], depth=depth)
+        # every edge once: b's edge to d is not read again for b's second depth
+        assert activation.stats.edges == edges
+        depths = {r.id: r.depth for r in activation.background}
+        assert set(depths) == {n[k].id for k in reached}
+        least = {"a": 0, "b": 1, "c": 1, "x": 1, "d": 2, "e": 3}
+        assert depths == {n[k].id: least[k] for k in reached}
+
+
 def test_a_hub_gives_only_its_heaviest_edges_up_to_the_fanout_cap(ns):
     hub = ns.remember("hub")
     spokes = ns.remember_many([f"spoke {i}" for i in range(40)])
