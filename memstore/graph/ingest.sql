@@ -12,7 +12,7 @@
 -- Kept for the session, emptied at commit; one per backend, so concurrent
 -- bulk loads never see each other's rows.
 CREATE TEMP TABLE IF NOT EXISTS memstore_ingest_nodes (
-    ord integer, content_hash bytea, kind text, node_type text, tier text, layer int2,
+    content_hash bytea, kind text, node_type text, tier text, layer int2,
     label text, content text, data jsonb, importance float4, confidence float4,
     decay_rate float4, privacy int2, protected bool, subject text, scope text,
     source text, actor text, run_id text, observed_at timestamptz,
@@ -25,7 +25,7 @@ TRUNCATE memstore_ingest_nodes
 
 -- copy_staging --
 COPY memstore_ingest_nodes (
-    ord, content_hash, kind, node_type, tier, layer, label, content, data, importance,
+    content_hash, kind, node_type, tier, layer, label, content, data, importance,
     confidence, decay_rate, privacy, protected, subject, scope, source, actor, run_id,
     observed_at, valid_from, valid_to
 ) FROM STDIN (FORMAT BINARY)
@@ -34,7 +34,8 @@ COPY memstore_ingest_nodes (
 -- The staged rows that are new memories; returns the key and id of each node
 -- this statement created. A key it skipped is already stored (or was stored
 -- by a concurrent writer, whose transaction ON CONFLICT waited for).
--- ORDER BY ord: ids follow the input order.
+-- Rows go in key order, as they always have: ids, and so the order in which
+-- vectors reach the HNSW build, stay what they were before this path changed.
 INSERT INTO memstore.nodes (
     namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
     importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
@@ -44,7 +45,7 @@ SELECT %(ns)s, content_hash, kind, node_type, tier, layer, label, content, data,
        importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
        run_id, observed_at, valid_from, valid_to
 FROM memstore_ingest_nodes
-ORDER BY ord
+ORDER BY kind, node_type, content_hash
 ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
 RETURNING kind, node_type, content_hash, id
 

@@ -28,10 +28,10 @@ COPY_TYPES = (
     "timestamptz",
 )  # fmt: skip
 IDEMPOTENCY_KEY = ["namespace_id", "kind", "node_type", "content_hash"]
-# The staging row of copy_nodes: ord, content_hash, then the input columns.
-STAGING_TYPES = ["int4", "bytea", *COPY_TYPES]
-CONTENT_AT = 2 + INPUT_COLUMNS.index("content")
-DATA_AT = 2 + INPUT_COLUMNS.index("data")
+# The staging row of copy_nodes: content_hash, then the input columns.
+STAGING_TYPES = ["bytea", *COPY_TYPES]
+CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
+DATA_AT = 1 + INPUT_COLUMNS.index("data")
 QUERIES = named_queries(files("memstore.graph").joinpath("ingest.sql").read_text())
 
 
@@ -108,7 +108,7 @@ def copy_nodes(
         copy.set_types(STAGING_TYPES)
         for key, ordinal in first.items():
             item = items[ordinal]
-            row: list[Any] = [ordinal, key[2], *[getattr(item, name) for name in INPUT_COLUMNS]]
+            row: list[Any] = [key[2], *[getattr(item, name) for name in INPUT_COLUMNS]]
             row[CONTENT_AT] = contents[ordinal]
             if row[DATA_AT] is None:
                 row[DATA_AT] = {}
@@ -153,7 +153,8 @@ def _write_vectors(
 ) -> None:
     """The vectors of created nodes (their first item's), then those of stored nodes."""
     params = {"ns": namespace_id, "model": model, "dims": int(vectors.shape[1])}
-    new = [ordinal for key, ordinal in first.items() if key in created]
+    # In node id order, as the vectors of earlier releases were written.
+    new = sorted((ordinal for key, ordinal in first.items() if key in created), key=ids.__getitem__)
     if new:
         raw.execute(
             QUERIES["insert_new_vectors"],
