@@ -643,6 +643,8 @@ def run_phases(
         sql.SQL("ANALYZE memstore.nodes, memstore.embeddings, {}").format(sql.Identifier(RAW_TABLE))
     )
     out["footprint"] = footprint(raw, size)
+    if args.bulk_only:
+        return out
 
     # 3. search ---------------------------------------------------------------------------
     out["search"] = search_phase(size, args, store, ns, raw, vectors, kinds, queries, node_index)
@@ -1077,6 +1079,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--noise", type=float, default=0.25, help="norm of isotropic 384-d noise")
     p.add_argument(
+        "--bulk-only",
+        action="store_true",
+        help="measure the bulk import (and footprint) only: for A/B runs of the load path",
+    )
+    p.add_argument(
         "--keep-databases",
         action="store_true",
         help="keep memstore_bench_<size> databases (external server only)",
@@ -1104,12 +1111,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         for size in args.size_list:
             r = run_size(size, args, maintenance_url, clusters, queries)
-            r["goals"] = judge(r)
             results.append(r)
-            print_table(r)
+            if args.bulk_only:
+                b = r["ingest_bulk"]
+                print(
+                    f"bulk {size:,}: memstore {b['memstore_s']:.2f}s"
+                    f" (load {b['memstore_load_s']:.2f} + index {b['memstore_index_s']:.2f})"
+                    f"  raw {b['raw_s']:.2f}s (load {b['raw_load_s']:.2f}"
+                    f" + index {b['raw_index_s']:.2f})  ratio {b['ratio']:.2f}x",
+                    flush=True,
+                )
+            else:
+                r["goals"] = judge(r)
+                print_table(r)
             output.write_text(json.dumps(report, indent=2, default=float) + "\n")
             log(f"results written to {output}")
-    if len(results) > 1:
+    if len(results) > 1 and not args.bulk_only:
         plot(results, Path(args.plot) if args.plot else output.with_suffix(".png"))
     return 0
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib.resources import files
 from typing import Any
 
 import sqlalchemy as sa
-from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection
 
+from memstore.db.queries import named_queries
 from memstore.db.schema import nodes
 from memstore.embedding.base import Vectors
 from memstore.graph.content import content_hash, source_hash
@@ -27,6 +28,11 @@ COPY_TYPES = (
     "timestamptz",
 )  # fmt: skip
 IDEMPOTENCY_KEY = ["namespace_id", "kind", "node_type", "content_hash"]
+# The staging row of copy_nodes: content_hash, then the input columns.
+STAGING_TYPES = ["bytea", *COPY_TYPES]
+CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
+DATA_AT = 1 + INPUT_COLUMNS.index("data")
+QUERIES = named_queries(files("memstore.graph").joinpath("ingest.sql").read_text())
 
 
 def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
@@ -76,74 +82,98 @@ def copy_nodes(
     model: str | None,
     vectors: Vectors | None,
 ) -> list[int]:
-    """Bulk insert with binary COPY into a temporary table, then one INSERT … SELECT.
+    """Bulk insert: binary COPY into a staging table, then one INSERT … ON CONFLICT.
 
     Returns the node id of every item, in order; items identical to stored
     nodes (or to each other) get the existing id. Vectors, when given, are
-    written for newly created nodes only, also by binary COPY of numpy arrays.
+    written for the nodes this call created (the first item of each) and for
+    stored nodes that have none for ``model`` yet and whose text is exactly
+    the item's. The statements are in ``ingest.sql``.
     """
     raw = conn.connection.driver_connection
     assert raw is not None
-    raw.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS memstore_ingest ("
-        " ord integer, content_hash bytea, kind text, node_type text, tier text, layer int2,"
-        " label text, content text, data jsonb, importance float4, confidence float4,"
-        " decay_rate float4, privacy int2, protected bool, subject text, scope text,"
-        " source text, actor text, run_id text, observed_at timestamptz,"
-        " valid_from timestamptz, valid_to timestamptz, embedding vector, source_hash bytea"
-        ") ON COMMIT DELETE ROWS"
-    )
-    raw.execute("TRUNCATE memstore_ingest")  # earlier batches of this transaction
-    has_vectors = vectors is not None
-    columns = ["ord", "content_hash", *INPUT_COLUMNS]
-    types = ["int4", "bytea", *COPY_TYPES]
-    if has_vectors:
-        columns += ["embedding", "source_hash"]
-        types += ["vector", "bytea"]
-    copy_sql = sql.SQL("COPY memstore_ingest ({}) FROM STDIN (FORMAT BINARY)").format(
-        sql.SQL(", ").join(map(sql.Identifier, columns))
-    )
-    with raw.cursor().copy(copy_sql) as copy:
-        copy.set_types(types)
-        for ordinal, (item, content) in enumerate(zip(items, contents, strict=True)):
-            values = row_values(item, content)
-            row: list[Any] = [ordinal, content_hash(content, item.dedupe_key)]
-            row += [values[name] for name in INPUT_COLUMNS]
-            if has_vectors:
-                assert vectors is not None
-                row += [vectors[ordinal], source_hash(content)]
+    keys: list[tuple[str, str, bytes]] = [
+        (item.kind, item.node_type, content_hash(content, item.dedupe_key))
+        for item, content in zip(items, contents, strict=True)
+    ]
+    # Duplicates are folded here, so each key is staged (and inserted) once,
+    # by its first item; the database only has to settle conflicts with
+    # nodes stored before (or by concurrent writers).
+    first: dict[tuple[str, str, bytes], int] = {}
+    for ordinal, key in enumerate(keys):
+        first.setdefault(key, ordinal)
+    raw.execute(QUERIES["create_staging"])
+    raw.execute(QUERIES["clear_staging"])
+    with raw.cursor().copy(QUERIES["copy_staging"]) as copy:
+        copy.set_types(STAGING_TYPES)
+        for key, ordinal in first.items():
+            item = items[ordinal]
+            row: list[Any] = [key[2], *[getattr(item, name) for name in INPUT_COLUMNS]]
+            row[CONTENT_AT] = contents[ordinal]
+            if row[DATA_AT] is None:
+                row[DATA_AT] = {}
             copy.write_row(row)
-
-    insert_columns = sql.SQL(", ").join(map(sql.Identifier, ["content_hash", *INPUT_COLUMNS]))
-    raw.execute(
-        sql.SQL(
-            "INSERT INTO memstore.nodes (namespace_id, {cols})"
-            " SELECT DISTINCT ON (kind, node_type, content_hash) %(ns)s, {cols}"
-            " FROM memstore_ingest ORDER BY kind, node_type, content_hash, ord"
-            " ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING"
-        ).format(cols=insert_columns),
-        {"ns": namespace_id},
-    )
-    ids = raw.execute(
-        "SELECT n.id FROM memstore_ingest i JOIN memstore.nodes n"
-        " ON n.namespace_id = %(ns)s AND n.kind = i.kind AND n.node_type = i.node_type"
-        " AND n.content_hash = i.content_hash ORDER BY i.ord",
-        {"ns": namespace_id},
-    ).fetchall()
-    if has_vectors:
-        raw.execute(
-            "INSERT INTO memstore.embeddings"
-            " (namespace_id, node_id, model, dims, embedding, source_hash)"
-            " SELECT DISTINCT ON (n.id) %(ns)s, n.id, %(model)s, vector_dims(i.embedding),"
-            " i.embedding, i.source_hash"
-            " FROM memstore_ingest i JOIN memstore.nodes n"
-            " ON n.namespace_id = %(ns)s AND n.kind = i.kind AND n.node_type = i.node_type"
-            " AND n.content_hash = i.content_hash"
-            # Only where the stored text is exactly the embedded text: a vector
-            # of a whitespace variant would be stale from the start.
-            " WHERE n.content = i.content"
-            " ORDER BY n.id, i.ord"
-            " ON CONFLICT (namespace_id, node_id, model) DO NOTHING",
-            {"ns": namespace_id, "model": model},
+    ns = {"ns": namespace_id}
+    found = {
+        (kind, node_type, bytes(digest)): int(node_id)
+        for kind, node_type, digest, node_id in raw.execute(QUERIES["insert_nodes"], ns)
+    }
+    created = set(found)
+    stored_before = [key for key in first if key not in created]
+    if stored_before:
+        rows = raw.execute(
+            QUERIES["find_nodes"],
+            {
+                **ns,
+                "kinds": [k[0] for k in stored_before],
+                "node_types": [k[1] for k in stored_before],
+                "hashes": [k[2] for k in stored_before],
+            },
         )
-    return [int(row[0]) for row in ids]
+        found.update(
+            ((kind, node_type, bytes(digest)), int(node_id))
+            for kind, node_type, digest, node_id in rows
+        )
+    ids = [found[key] for key in keys]
+    if vectors is not None:
+        _write_vectors(raw, namespace_id, model, vectors, contents, ids, keys, first, created)
+    return ids
+
+
+def _write_vectors(
+    raw: Any,
+    namespace_id: int,
+    model: str | None,
+    vectors: Vectors,
+    contents: Sequence[str],
+    ids: Sequence[int],
+    keys: Sequence[tuple[str, str, bytes]],
+    first: Mapping[tuple[str, str, bytes], int],
+    created: set[tuple[str, str, bytes]],
+) -> None:
+    """The vectors of created nodes (their first item's), then those of stored nodes."""
+    params = {"ns": namespace_id, "model": model, "dims": int(vectors.shape[1])}
+    # In node id order, as the vectors of earlier releases were written.
+    new = sorted((ordinal for key, ordinal in first.items() if key in created), key=ids.__getitem__)
+    if new:
+        raw.execute(
+            QUERIES["insert_new_vectors"],
+            {
+                **params,
+                "node_ids": [ids[i] for i in new],
+                "embeddings": list(vectors[new]),
+                "source_hashes": [source_hash(contents[i]) for i in new],
+            },
+        )
+    old = [i for i, key in enumerate(keys) if key not in created]
+    if old:
+        raw.execute(
+            QUERIES["insert_found_vectors"],
+            {
+                **params,
+                "node_ids": [ids[i] for i in old],
+                "contents": [contents[i] for i in old],
+                "embeddings": list(vectors[old]),
+                "source_hashes": [source_hash(contents[i]) for i in old],
+            },
+        )

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 from memstore.errors import (
     ContentTooLargeError,
@@ -94,6 +95,41 @@ def test_remember_many_returns_ids_in_order_and_folds_duplicates(ns):
     ]
     status = ns.embedding_status()
     assert (status.missing, status.stale, status.nodes) == (0, 0, 3)
+
+
+def test_remember_many_stores_the_vector_of_the_text_each_node_keeps(ns, store):
+    vectors = np.random.default_rng(7).normal(size=(5, 384)).astype(np.float32)
+    kept = ns.remember("Erin sings", embedding=vectors[0])
+    bare = ns.remember("Finn swims", embedding=vectors[0])
+    with store.transaction() as conn:
+        conn.execute(
+            sa.text("DELETE FROM memstore.embeddings WHERE node_id = :id"), {"id": bare.id}
+        )
+    ids = ns.remember_many(
+        [
+            {"content": "Gail  reads", "embedding": vectors[1]},  # a new node's first item
+            {"content": "Gail reads", "embedding": vectors[2]},  # the same node again
+            {"content": "Erin sings", "embedding": vectors[3]},  # stored, has a vector
+            {"content": "Finn  swims", "embedding": vectors[4]},  # stored, another text
+            {"content": "Finn swims", "embedding": vectors[2]},  # stored, exactly its text
+        ]
+    )
+    assert ids[0] == ids[1] and ids[2:] == [kept.id, bare.id, bare.id]
+    with store.transaction() as conn:
+        stored = dict(
+            conn.execute(
+                sa.text(
+                    "SELECT node_id, embedding FROM memstore.embeddings WHERE node_id = ANY(:ids)"
+                ),
+                {"ids": [ids[0], kept.id, bare.id]},
+            ).all()
+        )
+    assert set(stored) == {ids[0], kept.id, bare.id}
+    np.testing.assert_array_equal(stored[ids[0]].to_numpy(), vectors[1])
+    np.testing.assert_array_equal(stored[kept.id].to_numpy(), vectors[0])
+    np.testing.assert_array_equal(stored[bare.id].to_numpy(), vectors[2])
+    status = ns.embedding_status()
+    assert (status.missing, status.stale) == (0, 0)
 
 
 def test_remember_many_writes_all_or_nothing(ns, database_url):
