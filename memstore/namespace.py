@@ -509,8 +509,7 @@ class Namespace:
             privacy_ceiling=spec.privacy_ceiling,
             settings=run.settings,
         )
-        if not stats.confined:
-            learn_term_counts(self._term_counts, rows)
+        learn_term_counts(self._term_counts, rows)
         return recall_hits(rows, spec, self.embedder, self.name)
 
     def activate(

@@ -6,6 +6,7 @@ vector travels once, as binary.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any, NamedTuple
@@ -120,7 +121,10 @@ def recall_statement(
         lexical=BM25 if mode != "semantic" else none,
         semantic_rank=sql.SQL("sr.rank") if mode != "lexical" else none,
         lexical_rank=sql.SQL("l.rank") if mode != "semantic" else none,
-        term_counts=sql.SQL(QUERIES["term_counts"].strip()) if mode != "semantic" else none,
+        # A confined role's counts depend on its privacy ceiling: not reported, never cached.
+        term_counts=(
+            sql.SQL(QUERIES["term_counts"].strip()) if mode != "semantic" and not confined else none
+        ),
         candidates=sql.SQL(" UNION ").join(sources),
         rank_joins=sql.SQL("\n").join(joins),
     )
@@ -140,12 +144,17 @@ def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
     return {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(ef_search)}
 
 
-def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
-    """:func:`search_settings` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
+def set_local(settings: Mapping[str, str]) -> sql.Composed:
+    """``settings`` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
     return sql.SQL("; ").join(
         sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
-        for name, value in search_settings(pool, filtered=filtered).items()
+        for name, value in settings.items()
     )
+
+
+def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
+    """:func:`search_settings` as SET LOCAL."""
+    return set_local(search_settings(pool, filtered=filtered))
 
 
 def searched_exactly(vectors: int, indexed: int | None) -> bool:
@@ -254,28 +263,28 @@ def recall(
     """
     raw = conn.connection.driver_connection
     assert raw is not None
-    role_confined = confined(conn)
     run = plan(
         namespace_id,
         q,
         vector,
         embedder,
         exact=exact,
-        confined=role_confined,
+        confined=confined(conn),
         text_stats=text_stats,
         terms=terms,
     )
     if run.settings:
-        raw.execute(hnsw_settings(q.pool, filtered=q.filtered))
+        raw.execute(set_local(run.settings))
     with raw.cursor(row_factory=dict_row) as cursor:
         rows = cursor.execute(run.statement, run.params).fetchall()
-    if terms is not None and not role_confined:
+    if terms is not None:
         learn_term_counts(terms, rows)
     return hits(rows, q, embedder, namespace)
 
 
 def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:
-    """Keep the common terms' counts the statement reported (every row carries them)."""
+    """Keep the common terms' counts the statement reported (every row carries them;
+    a confined role's statement reports none: its counts depend on its privacy ceiling)."""
     if rows:
         terms.learn(rows[0]["term_counts"])
 

@@ -191,8 +191,8 @@ def render(query: str, sections: list[ContextSection], warnings: list[str]) -> s
 # --- gathering candidates -------------------------------------------------------
 
 
-def _item(node: Node, score: float, reason: str, *, scanned: bool = True) -> ContextItem:
-    """The packet item of ``node``; ``scanned=False`` skips the instruction-signal scan."""
+def _item(node: Node, score: float, reason: str) -> ContextItem:
+    """The packet item of ``node``, not yet scanned for instruction signals."""
     return ContextItem(
         id=node.id,
         kind=node.kind,
@@ -206,7 +206,6 @@ def _item(node: Node, score: float, reason: str, *, scanned: bool = True) -> Con
         score=score,
         reason=reason,
         tokens=0,
-        instruction_signals=instruction_signals(node.label, node.content) if scanned else (),
     )
 
 
@@ -355,22 +354,23 @@ def assemble(
     # Each candidate is priced once (its line and newline), though two passes
     # may consider it. The instruction scan, the costliest part, runs only for
     # a candidate that fits without its mark: the mark only lengthens a line.
-    priced: dict[tuple[str, int], tuple[ContextItem, int]] = {}
+    priced: dict[tuple[str, int], tuple[ContextItem, int, bool]] = {}
 
-    def price(name: str, node: Node, score: float, reason: str) -> tuple[ContextItem, int]:
+    def price(
+        name: str, node: Node, score: float, reason: str, *, scan: bool
+    ) -> tuple[ContextItem, int]:
+        """The item and its line's tokens; ``scan``: with its instruction signals."""
         key = (name, node.id)
         if key not in priced:
-            item = _item(node, score, reason, scanned=False)
-            priced[key] = (item, token_counter(_line(item)) + 1)
-        return priced[key]
-
-    def scanned(name: str, node: Node, score: float, reason: str) -> tuple[ContextItem, int]:
-        item, line = price(name, node, score, reason)
-        signals = instruction_signals(node.label, node.content)
-        if signals:
-            item = item.model_copy(update={"instruction_signals": signals})
-            line = token_counter(_line(item)) + 1
-        priced[(name, node.id)] = (item, line)
+            item = _item(node, score, reason)
+            priced[key] = (item, token_counter(_line(item)) + 1, False)
+        item, line, scanned = priced[key]
+        if scan and not scanned:
+            signals = instruction_signals(node.label, node.content)
+            if signals:
+                item = item.model_copy(update={"instruction_signals": signals})
+                line = token_counter(_line(item)) + 1
+            priced[key] = (item, line, True)
         return item, line
 
     def fill(name: str, limit: int) -> None:
@@ -378,10 +378,10 @@ def assemble(
             if node.id in seen:
                 continue
             heading = 0 if chosen[name] else headings[name]
-            _, line = price(name, node, score, reason)
+            _, line = price(name, node, score, reason, scan=False)
             if used[name] + heading + line > limit:
                 continue
-            item, line = scanned(name, node, score, reason)
+            item, line = price(name, node, score, reason, scan=True)
             spend = heading + line
             if used[name] + spend > limit:
                 continue
