@@ -46,6 +46,15 @@ class Settings(BaseSettings):
             " 'hashing' or 'neural'."
         ),
     )
+    prepared_statements: bool = Field(
+        default=True,
+        description=(
+            "Keep recall's statements prepared on each pooled connection (no parsing and"
+            " planning per call). Turn off behind a pooler in transaction mode that does"
+            " not track prepared statements (pgbouncer before 1.21, or with"
+            " max_prepared_statements = 0)."
+        ),
+    )
     actor: str = Field(
         default="memstore",
         min_length=1,

@@ -58,6 +58,7 @@ from memstore.models import (
     check_clean,
 )
 from memstore.recall import (
+    RecallPlan,
     RecallQuery,
     TermCounts,
     learn_term_counts,
@@ -487,29 +488,17 @@ class Namespace:
             vector = self.embedder.embed([spec.text])[0]
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
-        stats = self._stats()
-        run = recall_plan(
-            self.id,
-            spec,
-            vector,
-            self.embedder,
-            exact=self._exact(stats, vector),
-            confined=stats.confined,
-            text_stats=(stats.documents, stats.avg_length),
-            terms=self._term_counts,
-        )
-        params = run.params
-        if vector is not None:  # bound on the client: render it once, not once per use
-            params = {**params, "vector": cache.vector_text(vector)}
+        run = self.plan_recall(spec, vector)
         rows = read_in_one_round_trip(
             self._engine,
             self.id,
             run.statement,
-            params,
+            run.params,
             privacy_ceiling=spec.privacy_ceiling,
             settings=run.settings,
+            prepare=self.settings.prepared_statements,
         )
-        learn_term_counts(self._term_counts, rows)
+        self.learn_from_recall(rows)
         return recall_hits(rows, spec, self.embedder, self.name)
 
     def activate(
@@ -641,7 +630,32 @@ class Namespace:
             exact=self._exact(stats, vector),
             text_stats=(stats.documents, stats.avg_length),
             terms=self._term_counts,
+            prepare=self.settings.prepared_statements,
         )
+
+    def plan_recall(
+        self,
+        spec: RecallQuery,
+        vector: np.ndarray[Any, Any] | None,
+        conn: Connection | None = None,
+    ) -> RecallPlan:
+        """The statement of a validated recall in this namespace, not yet run (for
+        reads that send it with others); :meth:`learn_from_recall` takes its rows."""
+        stats = self._stats(conn)
+        return recall_plan(
+            self.id,
+            spec,
+            vector,
+            self.embedder,
+            exact=self._exact(stats, vector),
+            confined=stats.confined,
+            text_stats=(stats.documents, stats.avg_length),
+            terms=self._term_counts,
+        )
+
+    def learn_from_recall(self, rows: list[dict[str, Any]]) -> None:
+        """Keep the term counts a recall statement's rows report (see :meth:`plan_recall`)."""
+        learn_term_counts(self._term_counts, rows)
 
     @staticmethod
     def _exact(stats: NamespaceStats, vector: np.ndarray[Any, Any] | None) -> bool:

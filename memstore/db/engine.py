@@ -61,18 +61,23 @@ def _ping_if_idle(engine: Engine) -> Any:
     return checkout
 
 
+# psycopg prepares a statement after this many executions; None would also
+# refuse an explicit ``execute(..., prepare=True)``, which recall uses.
+NEVER_AUTO_PREPARE = 2**31 - 1
+
+
 def create_engine(url: str, **kwargs: Any) -> Engine:
     """An engine on psycopg 3 that adapts pgvector's type to numpy arrays.
 
-    Server-side prepared statements are off: after five executions psycopg
-    would prepare, and PostgreSQL's generic plans cannot see a query's
-    full-text terms or which partial index applies, which measured 2x slower
-    recall (docs/benchmark-notes.md). It also keeps memstore safe behind pgbouncer
-    in transaction mode. A pooled connection is pinged before reuse only when
-    it sat idle for over :data:`PING_AFTER_IDLE_S` (SQLAlchemy's pre-ping would
-    add a round trip to every call).
+    psycopg's automatic preparing is off (it would prepare every statement
+    run five times); memstore prepares only the statements it asks to, with
+    ``execute(..., prepare=True)``: recall's and a context packet's, when
+    ``Settings.prepared_statements`` is on (docs/operations.md). A pooled
+    connection is pinged before reuse only when it sat idle for over
+    :data:`PING_AFTER_IDLE_S` (SQLAlchemy's pre-ping would add a round trip to
+    every call).
     """
-    connect_args = {"prepare_threshold": None, **kwargs.pop("connect_args", {})}
+    connect_args = {"prepare_threshold": NEVER_AUTO_PREPARE, **kwargs.pop("connect_args", {})}
     engine = sa.create_engine(sqlalchemy_url(url), connect_args=connect_args, **kwargs)
     event.listen(engine, "connect", _register_vector)
     event.listen(engine, "checkin", _mark_idle)

@@ -87,18 +87,17 @@ def namespace_transaction(
         yield conn
 
 
-# One round trip: BEGIN, the transaction-local settings (set_config(..., true)
-# is SET LOCAL with bound values, any number of them in one statement), the
-# read, COMMIT, as one multi-statement query. The simple query protocol that
-# carries several statements takes no separate parameters, so psycopg binds
-# them on the client (ClientCursor), quoting each value by its type.
-_ONE_ROUND_TRIP = sql.SQL(
-    "BEGIN;"
-    " SELECT set_config(s.name, s.value, true)"
-    " FROM unnest(%(setting_names)s::text[], %(setting_values)s::text[]) AS s(name, value);"
-    " {};"
-    " COMMIT"
+# Transaction-local settings as one statement with bound values (set_config(...,
+# true) is SET LOCAL): unlike several SET LOCAL commands, it can be pipelined.
+SET_LOCAL = sql.SQL(
+    "SELECT set_config(s.name, s.value, true)"
+    " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value)"
 )
+
+
+def set_local_params(settings: Mapping[str, str]) -> dict[str, list[str]]:
+    """The parameters of :data:`SET_LOCAL` for ``settings``."""
+    return {"names": list(settings), "values": list(settings.values())}
 
 
 def read_in_one_round_trip(
@@ -109,14 +108,18 @@ def read_in_one_round_trip(
     *,
     privacy_ceiling: int | None = None,
     settings: Mapping[str, str] | None = None,
+    prepare: bool = False,
 ) -> list[dict[str, Any]]:
     """One read-only statement in its own namespace-scoped transaction, in one round trip.
 
     The same transaction as :func:`namespace_transaction` (the namespace and
     ceiling declared first, then ``settings``, all transaction-local), but
-    BEGIN, the settings, the statement and COMMIT travel as one message: one
-    wait for the server instead of four. On a loaded machine each wait costs
-    more than the statement itself (docs/recall.md). Rows come back as dicts;
+    BEGIN, the settings, the statement and COMMIT travel together in psycopg's
+    pipeline mode: one wait for the server instead of four. On a loaded
+    machine each wait costs more than the statement itself (docs/recall.md).
+    Parameters are bound on the server (vectors in binary); ``prepare`` keeps
+    the statement prepared on the connection, so a repeated statement is not
+    parsed and planned again (docs/operations.md). Rows come back as dicts;
     errors leave as :class:`~memstore.errors.MemstoreError`.
     """
     ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
@@ -125,22 +128,23 @@ def read_in_one_round_trip(
         CEILING_SETTING: str(ceiling),
         **(settings or {}),
     }
-    values = {**params, "setting_names": list(named), "setting_values": list(named.values())}
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None
-        raw.autocommit = True  # the message carries its own BEGIN and COMMIT
+        raw.autocommit = True  # the pipeline carries its own BEGIN and COMMIT
         try:
-            with psycopg.ClientCursor(raw, row_factory=dict_row) as cursor:
-                cursor.execute(_ONE_ROUND_TRIP.format(query), values)
-                cursor.nextset()  # the settings' row
-                cursor.nextset()
+            with raw.cursor(row_factory=dict_row) as cursor:
+                with raw.pipeline():
+                    raw.execute("BEGIN")
+                    raw.execute(SET_LOCAL, set_local_params(named))
+                    cursor.execute(query, params, prepare=prepare)
+                    raw.execute("COMMIT")
                 rows: list[dict[str, Any]] = cursor.fetchall()
-                return rows
+            return rows
         except psycopg.Error as exc:
             if raw.closed or raw.broken:
                 conn.invalidate()  # a dead connection must not go back to the pool
-            else:
+            elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raw.execute("ROLLBACK")  # a failed statement leaves the block open
             raise translate_db_error(exc) from exc
         finally:

@@ -73,13 +73,6 @@ def check_vector(vector: object, dims: int, *, field: str = "embedding") -> Vect
     return array
 
 
-def vector_text(vector: Vectors) -> str:
-    """pgvector's text form of a float32 vector, exact (each float32 prints as its shortest
-    round-tripping decimal) and rendered once, for statements bound on the client.
-    """
-    return "[" + ",".join(map(repr, vector.tolist())) + "]"
-
-
 def index_exists(conn: Connection, model: str, dims: int) -> bool:
     """Whether the HNSW index of ``model`` at ``dims`` exists."""
     found = conn.execute(

@@ -6,6 +6,8 @@ vector travels once, as binary.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
@@ -17,7 +19,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
-from memstore.db.transaction import confined
+from memstore.db.transaction import SET_LOCAL, confined, set_local_params
 from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
@@ -59,6 +61,12 @@ HNSW_MIN_SHARE = 0.2
 # namespace p50 25.0 -> 14.5 ms, LoCoMo lexical and hybrid recall unchanged
 # (docs/benchmark-notes.md).
 MATCH_SHARE = 0.01
+# ...and only while the rarer terms' documents number fewer than this many
+# times the limit (or the share above, if more): a query of several
+# mid-frequency terms once made 5,000-20,000 candidates of a 100k namespace,
+# at ~10 us of BM25 each. In hybrid recall the term that guarantees the limit
+# is held to the same bound; lexical recall keeps it (docs/recall.md).
+MATCH_BUDGET = 4
 
 QUERIES = named_queries(files("memstore.recall").joinpath("recall.sql").read_text())
 
@@ -116,9 +124,20 @@ def recall_statement(
         # One signal needs no fusion: only its top k rows are read in full.
         sources = [sql.SQL("{} ORDER BY rank LIMIT %(k)s").format(sources[0])]
     none = sql.SQL("NULL")
+    similarity_of = sql.SQL(QUERIES["similarity_of"].strip()).format(model=values["model"])
+    similarity = {
+        "semantic": sql.SQL("1 - sr.distance"),
+        "hybrid": sql.SQL("coalesce(1 - sr.distance, {})").format(similarity_of),
+        "lexical": similarity_of,
+    }
+    lexical = {
+        "semantic": none,
+        "hybrid": sql.SQL("coalesce(l.score, {})").format(BM25),
+        "lexical": sql.SQL("l.score"),
+    }
     select = sql.SQL(QUERIES["select"]).format(
-        model=values["model"],
-        lexical=BM25 if mode != "semantic" else none,
+        similarity=similarity[mode],
+        lexical=lexical[mode],
         semantic_rank=sql.SQL("sr.rank") if mode != "lexical" else none,
         lexical_rank=sql.SQL("l.rank") if mode != "semantic" else none,
         # A confined role's counts depend on its privacy ceiling: not reported, never cached.
@@ -217,6 +236,8 @@ def recall_params(
 ) -> dict[str, Any]:
     """The parameters of :func:`recall_statement` for query ``q``."""
     use_vector = q.mode != "lexical" and vector is not None
+    lexical_limit = (q.k if q.mode == "lexical" else q.pool) if q.mode != "semantic" else 0
+    match_budget = max(MATCH_SHARE * text_stats[0], MATCH_BUDGET * lexical_limit)
     return {
         "ns": namespace_id,
         "text": q.text,
@@ -231,11 +252,13 @@ def recall_params(
         "include_tombstoned": q.include_tombstoned,
         # A single signal needs only its own top k; fusion needs a pool of each.
         "semantic_limit": (q.k if q.mode == "semantic" else q.pool) if use_vector else 0,
-        "lexical_limit": (q.k if q.mode == "lexical" else q.pool) if q.mode != "semantic" else 0,
+        "lexical_limit": lexical_limit,
         "k": q.k,
         "doc_count": max(text_stats[0], 1),
         "avg_length": max(text_stats[1], 1.0),
         "match_share": MATCH_SHARE,
+        "match_budget": match_budget,
+        "match_cap": match_budget if q.mode == "hybrid" else math.inf,
         "known_terms": known[0],
         "known_counts": known[1],
         "cache_df_min": CACHED_DF_MIN,
@@ -253,13 +276,16 @@ def recall(
     exact: bool = False,
     text_stats: tuple[int, float] = (1, 1.0),
     terms: TermCounts | None = None,
+    prepare: bool = False,
 ) -> list[Hit]:
     """Run ``q`` in one namespace on an open transaction; ``vector`` is the query's embedding.
 
     ``vector`` None means lexical only; ``exact`` searches vectors without the
     HNSW index (for small namespaces); ``text_stats`` is the namespace's
     (document count, average lexemes per document) for BM25; ``terms`` the
-    namespace's cached counts of common terms, offered and then updated.
+    namespace's cached counts of common terms, offered and then updated;
+    ``prepare`` keeps the statement prepared on the connection. The settings
+    and the statement travel together (psycopg's pipeline mode).
     """
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -273,10 +299,12 @@ def recall(
         text_stats=text_stats,
         terms=terms,
     )
-    if run.settings:
-        raw.execute(set_local(run.settings))
     with raw.cursor(row_factory=dict_row) as cursor:
-        rows = cursor.execute(run.statement, run.params).fetchall()
+        with raw.pipeline():
+            if run.settings:
+                raw.execute(SET_LOCAL, set_local_params(run.settings))
+            cursor.execute(run.statement, run.params, prepare=prepare)
+        rows = cursor.fetchall()
     if terms is not None:
         learn_term_counts(terms, rows)
     return hits(rows, q, embedder, namespace)
@@ -285,8 +313,8 @@ def recall(
 def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:
     """Keep the common terms' counts the statement reported (every row carries them;
     a confined role's statement reports none: its counts depend on its privacy ceiling)."""
-    if rows:
-        terms.learn(rows[0]["term_counts"])
+    if rows and rows[0]["term_counts"] is not None:
+        terms.learn(json.loads(rows[0]["term_counts"]))
 
 
 def hits(

@@ -15,8 +15,10 @@
 -- {document_count} and {matched_nodes} the lexical match, inline or through
 -- the row-security-aware functions (fragments at the end);
 -- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank},
--- {lexical} and {term_counts} name the signals the mode computed (NULL for the
--- other).
+-- {similarity}, {lexical} and {term_counts} name the signals the mode computed
+-- (NULL for the other). A signal a candidate's own search computed is reused
+-- (semantic_ranked.distance, lexical_ranked.score); only the other signal is
+-- computed for it (similarity_of, bm25).
 -- Optional filters arrive as NULL and fold away in the custom plan.
 
 -- filtered --
@@ -54,7 +56,7 @@ semantic AS MATERIALIZED (
     LIMIT %(semantic_limit)s
 ), semantic_ranked AS (
     -- relaxed_order iterative scans may return rows slightly out of order.
-    SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM semantic
+    SELECT id, distance, row_number() OVER (ORDER BY distance) AS rank FROM semantic
 )
 
 -- lexical --
@@ -80,14 +82,22 @@ query_terms AS MATERIALIZED (
     -- come from the rarer terms only: those in at most match_share of the
     -- documents (MATCH_SHARE in __init__.py), plus, in order of document
     -- frequency, as many more as it takes for the candidates to number at least
-    -- the limit (a term in >= limit documents guarantees it). Every query term
-    -- still counts in the score.
+    -- the limit (a term in >= limit documents guarantees it) - that one only
+    -- up to match_cap documents (hybrid recall: the semantic candidates fill
+    -- the rest). Terms join rarest first while the rarer ones' documents number
+    -- fewer than match_budget (MATCH_BUDGET in __init__.py), which bounds the
+    -- candidates BM25 must score. Every query term still counts in the score.
     SELECT string_agg(quote_literal(q.term), ' | ')::tsquery AS query
-    FROM query_terms q
-    WHERE q.df <= greatest(
-        %(match_share)s * %(doc_count)s,
-        coalesce((SELECT min(r.df) FROM query_terms r WHERE r.df >= %(lexical_limit)s),
-                 'Infinity'::numeric))
+    FROM (SELECT r.term, r.df,
+                 sum(r.df) OVER (ORDER BY r.df, r.term
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS rarer
+          FROM query_terms r) AS q
+    WHERE coalesce(q.rarer, 0) < %(match_budget)s
+      AND (q.df <= %(match_share)s * %(doc_count)s
+           OR (q.df <= %(match_cap)s
+               AND q.df <= coalesce(
+                   (SELECT min(r.df) FROM query_terms r WHERE r.df >= %(lexical_limit)s),
+                   'Infinity'::numeric)))
 ), lexical AS MATERIALIZED (
     -- Documents sharing a matching term (matched_nodes_*, below: the GIN index),
     -- ranked by Okapi BM25.
@@ -123,9 +133,17 @@ memstore.nodes n JOIN (SELECT query FROM match_terms) AS mt ON n.search @@ mt.qu
 memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
+-- similarity_of --
+-- The cosine similarity of node n's vector to the query, for a candidate the
+-- semantic search did not find (a scalar subquery: only evaluated where needed).
+(SELECT 1 - (e.embedding <=> %(vector)s) FROM memstore.embeddings e
+ WHERE e.namespace_id = %(ns)s AND e.node_id = n.id AND e.model = {model})
+
 -- term_counts --
--- The common terms this recall counted, for the client to offer next time.
-(SELECT json_object_agg(q.term, q.df) FROM query_terms q
+-- The common terms this recall counted, for the client to offer next time:
+-- computed once, but repeated on every row, so as text that the client
+-- parses once (as json, every row would be parsed).
+(SELECT json_object_agg(q.term, q.df)::text FROM query_terms q
  WHERE q.counted AND q.df >= %(cache_df_min)s)
 
 -- select --
@@ -138,13 +156,11 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
        EXISTS (SELECT 1 FROM memstore.redactions r
                WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
-       1 - (e.embedding <=> %(vector)s) AS similarity,
+       {similarity} AS similarity,
        {lexical} AS lexical,
        {semantic_rank} AS semantic_rank,
        {lexical_rank} AS lexical_rank,
        {term_counts} AS term_counts
 FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
-LEFT JOIN memstore.embeddings e
-       ON e.namespace_id = %(ns)s AND e.node_id = n.id AND e.model = {model}
 {rank_joins}

@@ -86,6 +86,45 @@ def test_low_confidence_lessons_stay_out(agent):
     assert all("Thai" not in i.content for i in packet.items() if i.tier == "lessons")
 
 
+def test_a_sessions_packet_shows_that_sessions_recent_turns(store):
+    ns = store.namespace(f"sessions-{uuid.uuid4().hex[:8]}")
+    for i in range(4):
+        ns.timeline.ingest_turn("user", f"alpha turn {i}", "a", at=START + timedelta(minutes=i))
+        ns.timeline.ingest_turn("user", f"beta turn {i}", "b", at=START + timedelta(minutes=i))
+    # Punctuation recalls nothing: the timeline holds recent turns only.
+    recent = {
+        s.name: [i.content for i in s.items if i.reason == "recent turn"]
+        for s in ns.recall_context("?!", budget_tokens=2000, session_id="b").sections
+    }
+    assert recent["timeline"] and all(c.startswith("user: beta") for c in recent["timeline"])
+    everyone = ns.recall_context("?!", budget_tokens=2000).items()
+    assert {i.content.split()[1] for i in everyone if i.reason == "recent turn"} == {
+        "alpha",
+        "beta",
+    }
+
+
+def test_a_lessons_learned_confidence_decides_whether_it_is_confident(store):
+    ns = store.namespace(f"learned-{uuid.uuid4().hex[:8]}")
+    ns.lessons.add("Always confirm the venue", source="retro", confidence=0.9)
+    ns.lessons.add("Prefer morning meetings", source="retro", confidence=0.85)
+
+    def lessons() -> list[str]:
+        return [i.content for i in ns.recall_context("zzz").items() if i.tier == "lessons"]
+
+    assert lessons() == ["Always confirm the venue", "Prefer morning meetings"]  # by confidence
+    ns.lessons.decay_unused(0.5, min_confidence=0.1)  # both fall below 0.8, neither retired
+    assert lessons() == []
+
+
+def test_the_recall_behind_a_packet_grows_with_its_budget():
+    from memstore.tiers.context import MIN_RECALL, RECALL_POOL, recall_size
+
+    assert recall_size(64) == MIN_RECALL
+    assert recall_size(2000) == 32
+    assert recall_size(1_000_000) == RECALL_POOL
+
+
 @given(
     budget=st.integers(64, 3000),
     shares=st.lists(st.floats(0, 0.2), min_size=5, max_size=5),

@@ -13,7 +13,13 @@ from psycopg import ClientCursor
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import InvalidInputError
-from memstore.recall import hnsw_settings, recall, recall_params, recall_statement
+from memstore.recall import (
+    MATCH_BUDGET,
+    hnsw_settings,
+    recall,
+    recall_params,
+    recall_statement,
+)
 from memstore.recall.query import RecallQuery
 
 FACTS = [
@@ -62,6 +68,22 @@ def test_lexical_candidates_come_from_rare_terms_but_always_number_k(ns):
     # Only two documents hold the rare term: common ones fill up the k.
     assert len(hits) == 10
     assert len(ns.recall("meeting", mode="lexical", k=10)) == 10  # no rare term at all
+
+
+def test_hybrid_scores_only_a_bounded_share_of_common_term_documents(ns):
+    # "meeting" is in 300 documents, "budget" in two: more than MATCH_BUDGET
+    # times hybrid's candidate pool (50) hold only the common term.
+    ns.remember_many([f"meeting note {i}: the weather was fine" for i in range(300)])
+    ns.remember_many(["meeting about the budget", "budget review meeting tomorrow"])
+    assert MATCH_BUDGET * RecallQuery(text="q", k=10).pool < 300
+    hybrid = ns.recall("meeting budget", k=10)
+    found_by_text = {h.node.content for h in hybrid if h.parts.lexical_rank is not None}
+    assert found_by_text == {"meeting about the budget", "budget review meeting tomorrow"}
+    assert hybrid[0].node.content in found_by_text
+    # The other hits still carry BM25 for the common term (they came by vector).
+    assert all(h.parts.lexical > 0 for h in hybrid)
+    # Lexical recall keeps its promise of k results when k documents match.
+    assert len(ns.recall("meeting budget", mode="lexical", k=10)) == 10
 
 
 def test_hybrid_combines_both_and_reports_the_parts(ns, facts):

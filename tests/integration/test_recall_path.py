@@ -9,6 +9,7 @@ import pytest
 from psycopg import sql
 
 from memstore import MemoryStore
+from memstore.config import Settings
 from memstore.db.transaction import read_in_one_round_trip
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
@@ -205,3 +206,29 @@ def test_an_offered_count_never_replaces_another_terms(wordy):
     wordy._cached_stats = None
     wordy._term_counts.learn({"harbou": 1})
     assert _scores(wordy) == counted
+
+
+# --- prepared statements ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_recall_is_prepared_on_the_connection_only_when_the_settings_say_so(database_url, prepared):
+    settings = Settings(database_url=database_url, prepared_statements=prepared)
+    with MemoryStore.open(settings=settings, embedder=EMBEDDER) as store:
+        ns = store.namespace(f"prepared-{prepared}")
+        ns.remember("a note on harbours")
+        for mode in ("semantic", "hybrid"):
+            assert [h.node.content for h in ns.recall("harbour", k=1, mode=mode)] == [
+                "a note on harbours"
+            ]
+        assert ns.recall_context("harbour").items()
+        with store.engine.connect() as conn:  # the pool's one connection: the one used
+            statements = (
+                conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+            )
+    recalls = [s for s in statements if "semantic_ranked" in s]
+    tier_reads = [s for s in statements if "'scratchpad' AS section" in s]
+    if prepared:
+        assert len(recalls) >= 2 and len(tier_reads) == 1
+    else:
+        assert statements == []

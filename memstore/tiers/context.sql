@@ -1,0 +1,53 @@
+-- The context packet's reads besides recall (memstore/tiers/context.py). They
+-- travel in one pipeline with the recall statement: one wait for the server.
+
+-- tier_candidates --
+-- The current pinned facts (newest first), the current lessons whose current
+-- confidence (learned in node_state, else as added) reaches the threshold
+-- (most confident first), and the newest current turns of the timeline (of one
+-- session when asked), each section a row set of its own, in one statement.
+-- Each subquery reads its tier through ix_nodes_tier_observed or
+-- ix_nodes_tier_scope_observed, whose order it repeats exactly (NULLS LAST).
+-- Every row is current, so its status columns are constants.
+(SELECT 'scratchpad' AS section, {columns}
+ FROM memstore.nodes n
+ WHERE n.namespace_id = %(ns)s AND n.tier = 'scratchpad' AND {current}
+ ORDER BY n.observed_at DESC NULLS LAST, n.id DESC
+ LIMIT %(max_pins)s)
+UNION ALL
+(SELECT 'lessons' AS section, {columns}
+ FROM memstore.nodes n
+ CROSS JOIN LATERAL (
+     SELECT coalesce((SELECT s.current_confidence FROM memstore.node_state s
+                      WHERE s.namespace_id = %(ns)s AND s.node_id = n.id),
+                     n.confidence) AS confidence) AS c
+ WHERE n.namespace_id = %(ns)s AND n.tier = 'lessons' AND {current}
+   AND c.confidence >= %(lesson_threshold)s
+ ORDER BY c.confidence DESC, n.observed_at DESC NULLS LAST, n.id DESC
+ LIMIT %(max_lessons)s)
+UNION ALL
+(SELECT 'timeline' AS section, {columns}
+ FROM memstore.nodes n
+ WHERE n.namespace_id = %(ns)s AND n.tier = 'timeline' AND n.node_type = 'Turn'
+   AND (%(session_id)s::text IS NULL OR n.scope = %(session_id)s::text)
+   AND {current}
+ ORDER BY n.observed_at DESC NULLS LAST, n.id DESC
+ LIMIT %(recent_turns)s)
+
+-- columns --
+n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
+n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
+n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+NULL::bigint AS superseded_by, false AS tombstoned, false AS redacted
+
+-- current --
+NOT EXISTS (SELECT 1 FROM memstore.supersessions s
+            WHERE s.namespace_id = %(ns)s AND s.old_id = n.id)
+AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
+                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id)
+AND NOT EXISTS (SELECT 1 FROM memstore.redactions r
+                WHERE r.namespace_id = %(ns)s AND r.node_id = n.id)
+
+-- redacted_count --
+-- How many memories of the namespace were redacted (the packet warns of them).
+SELECT count(*) AS redacted FROM memstore.redactions WHERE namespace_id = %(ns)s
