@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+
 
 def named_queries(text: str) -> dict[str, str]:
     """Split a file of ``-- name --`` headed queries into a dict."""
@@ -15,3 +20,13 @@ def named_queries(text: str) -> dict[str, str]:
         elif name is not None:
             queries[name] += line + "\n"
     return queries
+
+
+def any_of(column: sa.ColumnElement[int], ids: Iterable[int]) -> sa.ColumnElement[bool]:
+    """``column = ANY(:ids)`` with the ids as one bigint[] parameter.
+
+    ``column.in_(ids)`` binds one parameter per id, which SQLAlchemy renders
+    anew for every call: ~2 ms of client time for the 250 candidates of a
+    context packet's freshness check.
+    """
+    return column == sa.any_(sa.bindparam(None, sorted(set(ids)), type_=ARRAY(sa.BigInteger)))

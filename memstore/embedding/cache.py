@@ -26,6 +26,7 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, Engine
 
+from memstore.db.queries import any_of
 from memstore.db.schema import embeddings, nodes, redactions
 from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding.base import Embedder, Vectors
@@ -291,7 +292,7 @@ def unfresh(
     rows = conn.execute(
         sa.select(nodes.c.id, e.c.node_id.is_(None).label("missing"), fresh.label("fresh"))
         .select_from(joined)
-        .where(nodes.c.namespace_id == namespace_id, nodes.c.id.in_(sorted(set(node_ids))))
+        .where(nodes.c.namespace_id == namespace_id, any_of(nodes.c.id, node_ids))
     ).all()
     missing = [int(r.id) for r in rows if r.missing]
     stale = [int(r.id) for r in rows if not r.missing and not r.fresh]

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from memstore.db.queries import any_of
 from memstore.db.schema import edges, embeddings, nodes, redactions, supersessions, tombstones
 from memstore.models import Edge, Node, NodeStatus
 
@@ -91,7 +92,7 @@ def fetch_nodes(
     query = (
         sa.select(*node_columns(nodes, namespace_id))
         .where(nodes.c.namespace_id == namespace_id)
-        .where(nodes.c.id.in_(wanted))
+        .where(any_of(nodes.c.id, wanted))
     )
     return {row["id"]: to_node(row, namespace) for row in conn.execute(query).mappings()}
 
@@ -106,7 +107,7 @@ def fetch_edges(
     query = (
         sa.select(edges, tombstoned.label("tombstoned"))
         .where(edges.c.namespace_id == namespace_id)
-        .where(edges.c.id.in_(sorted(set(ids))))
+        .where(any_of(edges.c.id, ids))
     )
     found: dict[int, Edge] = {}
     for row in conn.execute(query).mappings():
