@@ -344,7 +344,7 @@ def hits(
     ranked = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
     return [
         Hit(
-            node=to_node(found[node_id], namespace),
+            node=to_node({**found[node_id], "data": json.loads(found[node_id]["data"])}, namespace),
             score=float(scores[node_id]),
             parts=ScoreParts(
                 similarity=found[node_id]["similarity"],

@@ -147,9 +147,10 @@ JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
  WHERE q.counted AND q.df >= %(cache_df_min)s)
 
 -- select --
-SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
-       n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
-       n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+-- data as text: the client parses it only for the candidates it returns.
+SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::text AS data,
+       n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope,
+       n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
        (SELECT s.new_id FROM memstore.supersessions s
         WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded_by,
        EXISTS (SELECT 1 FROM memstore.tombstones t
