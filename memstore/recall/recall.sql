@@ -11,7 +11,7 @@
 -- Placeholders: {distance} is the cosine distance, over embedding::vector(dims)
 -- to use the model's HNSW index or over the plain column for an exact scan;
 -- {model} the model name as a SQL literal, so the partial index matches;
--- {bm25} the BM25 score of row n over query_terms (BM25 in __init__.py);
+-- {bm25} the BM25 score of row n over query_arrays (BM25 in __init__.py);
 -- {document_count} and {matched_nodes} the lexical match, inline or through
 -- the row-security-aware functions (fragments at the end);
 -- in <select>, {candidates}, {rank_joins}, {semantic_rank}, {lexical_rank},
@@ -75,6 +75,9 @@ query_terms AS MATERIALIZED (
     LEFT JOIN unnest(%(known_terms)s::text[], %(known_counts)s::bigint[]) AS k (term, df)
            ON k.term = t.term
     CROSS JOIN LATERAL (SELECT coalesce(k.df, ({document_count})) AS df) AS d
+), query_arrays AS MATERIALIZED (
+    -- The same terms and idf as two aligned arrays, for BM25 (BM25 in __init__.py).
+    SELECT array_agg(q.term) AS terms, array_agg(q.idf) AS idfs FROM query_terms q
 ), match_terms AS MATERIALIZED (
     -- The terms a document must share to be scored. A term in many documents
     -- adds little to BM25 (low idf) but makes every one of them a candidate:
