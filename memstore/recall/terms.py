@@ -12,10 +12,13 @@ The counts live as long as the namespace's other cached statistics
 are append-only, so a count can only lag behind by the documents added since.
 
 The client does not stem: for each word of a query it offers the cached
-terms that are a prefix of it (English stems usually are: "thinking" →
-"think"). The statement uses an offered count only for a query lexeme equal to
-its term and counts every other lexeme, so a wrong guess costs a count, never
-a wrong score.
+terms that begin with the word's first three letters (an English stem
+shares them: "thinking" → "think", but also "really" → "realli" and "making"
+→ "make", which are not prefixes of their words: a prefix-only guess recounted
+those every time, 16-60 ms for a common filler word on the 100k benchmark
+namespace). The statement uses an offered count only for a query lexeme equal
+to its term and counts every other lexeme, so a wrong guess costs a count,
+never a wrong score.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from typing import Any
 CACHED_DF_MIN = 300
 # Bounds the memory and the parameters a recall sends (the namespace's commonest terms).
 CACHED_TERMS_MAX = 2_000
-MIN_PREFIX = 2
+# Cached terms are offered to the words that begin with the same letters.
+HEAD = 3
 
 _WORD = re.compile(r"\w+")
 
@@ -39,6 +43,7 @@ class TermCounts:
 
     def __init__(self) -> None:
         self._df: dict[str, int] = {}
+        self._by_head: dict[str, dict[str, int]] = {}
 
     def __len__(self) -> int:
         return len(self._df)
@@ -48,10 +53,7 @@ class TermCounts:
         terms: dict[str, int] = {}
         if self._df:
             for word in _WORD.findall(text.casefold()):
-                for end in range(MIN_PREFIX, len(word) + 1):
-                    prefix = word[:end]
-                    if prefix in self._df:
-                        terms[prefix] = self._df[prefix]
+                terms.update(self._by_head.get(word[:HEAD], {}))
         return list(terms), list(terms.values())
 
     def learn(self, counted: Mapping[str, Any] | None) -> None:
@@ -62,3 +64,4 @@ class TermCounts:
             if len(self._df) >= CACHED_TERMS_MAX and term not in self._df:
                 break
             self._df[term] = int(df)
+            self._by_head.setdefault(term[:HEAD], {})[term] = int(df)

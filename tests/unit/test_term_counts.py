@@ -5,11 +5,15 @@ from __future__ import annotations
 from memstore.recall.terms import CACHED_TERMS_MAX, TermCounts
 
 
-def test_offers_the_cached_terms_that_begin_a_query_word():
+def test_offers_the_cached_terms_that_begin_like_a_query_word():
     terms = TermCounts()
     assert terms.offered("anything at all") == ([], [])
-    terms.learn({"think": 900, "harbour": 500, "realli": 700})
-    assert terms.offered("Thinking about HARBOURS, really?") == (["think", "harbour"], [900, 500])
+    terms.learn({"think": 900, "harbour": 500, "realli": 700, "make": 400, "day": 300})
+    # Stems that are not prefixes of their words ("realli", "make") are offered too.
+    assert terms.offered("Thinking about HARBOURS, really, making") == (
+        ["think", "harbour", "realli", "make"],
+        [900, 500, 700, 400],
+    )
 
 
 def test_learning_is_bounded():
