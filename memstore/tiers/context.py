@@ -178,16 +178,21 @@ class ContextPacket(BaseModel):
 
 
 def _line(item: ContextItem) -> str:
-    when = item.observed_at or item.recorded_at
-    facts = [f"#{item.id}", item.node_type, f"{when:%Y-%m-%d %H:%M}"]
-    if item.source:
-        facts.append(f"source {item.source}")
-    if item.actor:
-        facts.append(f"by {item.actor}")
-    if item.instruction_signals:
-        facts.append(f"{INSTRUCTION_MARK} ({', '.join(item.instruction_signals)})")
+    return _line_of(item, item.instruction_signals)
+
+
+def _line_of(entry: ContextItem | Node, signals: tuple[str, ...]) -> str:
+    """The packet line of an item, or of a candidate node before it becomes one."""
+    when = entry.observed_at or entry.recorded_at
+    facts = [f"#{entry.id}", entry.node_type, f"{when:%Y-%m-%d %H:%M}"]
+    if entry.source:
+        facts.append(f"source {entry.source}")
+    if entry.actor:
+        facts.append(f"by {entry.actor}")
+    if signals:
+        facts.append(f"{INSTRUCTION_MARK} ({', '.join(signals)})")
     # json.dumps quotes and escapes: no content can open a heading or close the quote.
-    return f"- [{' · '.join(facts)}] {json.dumps(item.content, ensure_ascii=False)}"
+    return f"- [{' · '.join(facts)}] {json.dumps(entry.content, ensure_ascii=False)}"
 
 
 def _heading(section: ContextSection) -> str:
@@ -213,8 +218,10 @@ def render(query: str, sections: list[ContextSection], warnings: list[str]) -> s
 # --- gathering candidates -------------------------------------------------------
 
 
-def _item(node: Node, score: float, reason: str) -> ContextItem:
-    """The packet item of ``node``, not yet scanned for instruction signals."""
+def _item(
+    node: Node, score: float, reason: str, signals: tuple[str, ...], tokens: int
+) -> ContextItem:
+    """The packet item of a chosen ``node``."""
     return ContextItem(
         id=node.id,
         kind=node.kind,
@@ -227,7 +234,8 @@ def _item(node: Node, score: float, reason: str) -> ContextItem:
         recorded_at=node.recorded_at,
         score=score,
         reason=reason,
-        tokens=0,
+        tokens=tokens,
+        instruction_signals=signals,
     )
 
 
@@ -254,6 +262,8 @@ class Gathered(NamedTuple):
     """Candidates without a vector of the namespace's embedder."""
     stale: list[int]
     """Candidates whose vector no longer matches their text."""
+    signals: dict[int, tuple[str, ...]]
+    """The instruction signals of the recalled candidates (scanned by recall)."""
 
 
 def _tier_candidates(session: bool) -> sql.Composed:
@@ -363,7 +373,8 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         # this transaction instead of a transaction of its own after the fill.
         every = [node.id for section in candidates.values() for node, _, _ in section]
         missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every)
-    return Gathered(candidates, redacted, missing, stale)
+    signals = {h.node.id: h.instruction_signals for h in hits}
+    return Gathered(candidates, redacted, missing, stale, signals)
 
 
 # --- filling the budget -----------------------------------------------------------
@@ -394,41 +405,40 @@ def assemble(
     titles = {name: TITLES[name].format(threshold=LESSON_THRESHOLD) for name in SECTIONS}
 
     headings = {name: token_counter(f"## {titles[name]}") + 1 for name in SECTIONS}
-    # Each candidate is priced once (its line and newline), though two passes
-    # may consider it. The instruction scan, the costliest part, runs only for
-    # a candidate that fits without its mark: the mark only lengthens a line.
-    priced: dict[tuple[str, int], tuple[ContextItem, int, bool]] = {}
+    # Each candidate's line (and newline) is priced once, though two passes may
+    # consider it; the item itself is built only when chosen. The instruction
+    # scan, the costliest part, runs only for a candidate that fits without
+    # its mark (the mark only lengthens a line), and not again for a recall
+    # hit, which was scanned when recalled.
+    priced: dict[int, tuple[int, tuple[str, ...] | None]] = {}
 
-    def price(
-        name: str, node: Node, score: float, reason: str, *, scan: bool
-    ) -> tuple[ContextItem, int]:
-        """The item and its line's tokens; ``scan``: with its instruction signals."""
-        key = (name, node.id)
-        if key not in priced:
-            item = _item(node, score, reason)
-            priced[key] = (item, token_counter(_line(item)) + 1, False)
-        item, line, scanned = priced[key]
-        if scan and not scanned:
-            signals = instruction_signals(node.label, node.content)
+    def price(node: Node, *, scan: bool) -> tuple[int, tuple[str, ...]]:
+        """The tokens of the node's line and, if ``scan``, its instruction signals."""
+        if node.id not in priced:
+            priced[node.id] = (token_counter(_line_of(node, ())) + 1, None)
+        line, signals = priced[node.id]
+        if scan and signals is None:
+            signals = found.signals.get(node.id)
+            if signals is None:
+                signals = instruction_signals(node.label, node.content)
             if signals:
-                item = item.model_copy(update={"instruction_signals": signals})
-                line = token_counter(_line(item)) + 1
-            priced[key] = (item, line, True)
-        return item, line
+                line = token_counter(_line_of(node, signals)) + 1
+            priced[node.id] = (line, signals)
+        return line, signals or ()
 
     def fill(name: str, limit: int) -> None:
         for node, score, reason in candidates[name]:
             if node.id in seen:
                 continue
             heading = 0 if chosen[name] else headings[name]
-            _, line = price(name, node, score, reason, scan=False)
+            line, _ = price(node, scan=False)
             if used[name] + heading + line > limit:
                 continue
-            item, line = price(name, node, score, reason, scan=True)
+            line, signals = price(node, scan=True)
             spend = heading + line
             if used[name] + spend > limit:
                 continue
-            chosen[name].append(item.model_copy(update={"tokens": spend}))
+            chosen[name].append(_item(node, score, reason, signals, spend))
             used[name] += spend
             seen.add(node.id)
 
