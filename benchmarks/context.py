@@ -18,7 +18,7 @@ order. Goal: recall_context p95 <= 15 ms at 100k nodes.
 Then, untimed for the numbers above, a profile pass (``--profile`` calls):
 every statement psycopg executes during recall_context is timed on the client
 (psycopg's ``Cursor.execute`` is wrapped in this process only; memstore is not
-changed) and grouped by what it does; ``ns.recall(query, k=60)`` - the recall
+changed) and grouped by what it does; ``ns.recall(query, k=recall_size(budget))`` - the recall
 recall_context makes - is timed in hybrid, semantic and lexical mode; the
 share of the namespace each query's full-text OR query matches (what the
 lexical signal must score with BM25) is counted; and ``--explain`` writes
@@ -109,7 +109,7 @@ from memstore.db.embedded import EmbeddedServer
 from memstore.graph.rows import namespace_stats
 from memstore.namespace import Namespace
 from memstore.recall import EXACT_SEARCH_MAX, hnsw_settings
-from memstore.tiers.context import RECALL_POOL
+from memstore.tiers.context import recall_size
 
 DIMS = 384
 DATABASE = "memstore_bench_context"
@@ -862,7 +862,7 @@ def label_of(text: str, params: Any) -> str:
     if flat.startswith("SET LOCAL hnsw"):
         return "recall: SET LOCAL hnsw.*"
     if "WITH filtered AS" in flat:
-        return "recall: the hybrid recall statement (k=60)"
+        return "recall: the hybrid recall statement"
     if "memstore.neighbourhood(" in flat:
         return "activation: neighbourhood pull"
     if "memstore.redactions WHERE namespace_id" in flat and "count(*)" in flat:
@@ -955,12 +955,14 @@ def profile(
             f" client CPU p50 {np.median(cpu):.1f} ms"
         )
 
-    log(f"profile: ns.recall(k={RECALL_POOL}) by mode, {n} calls each")
+    k = recall_size(args.budget)
+    log(f"profile: ns.recall(k={k}) by mode, {n} calls each")
     modes: dict[str, list[Sample]] = {m: [] for m in ("hybrid", "semantic", "lexical")}
     for i in range(n):
         for mode in modes:
-            modes[mode].append(run_recall(ns, queries[i], RECALL_POOL, mode))
-    out["recall_k60"] = {m: summary(v) for m, v in modes.items()}
+            modes[mode].append(run_recall(ns, queries[i], k, mode))
+    out["recall_in_context"] = {m: summary(v) for m, v in modes.items()}
+    out["recall_in_context_k"] = k
 
     log("profile: share of the namespace each query's full-text OR query matches")
     total = raw.execute("SELECT count(*) FROM memstore.nodes WHERE namespace_id = %s", (ns.id,))
@@ -1066,7 +1068,8 @@ def run_size(
         if args.profile:
             result["profile"], captured = profile(store, ns, raw, queries, picked, args)
             if args.explain:
-                result["explain"] = explain(url, captured, max(3 * RECALL_POOL, 50))
+                pool = max(3 * recall_size(args.budget), 50)
+                result["explain"] = explain(url, captured, pool)
     finally:
         raw.close()
         store.close()
@@ -1200,20 +1203,21 @@ def markdown(
             )
             + ".",
         ]
+        k = profiled[0]["profile"]["recall_in_context_k"]
         lines += [
             "",
-            f"The recall inside recall_context (`k={RECALL_POOL}`: {3 * RECALL_POOL} candidates"
+            f"The recall inside recall_context (`k={k}`: {max(3 * k, 50)} candidates"
             " per signal) by mode, and what the lexical signal has to score:",
             "",
-            f"| nodes | search | hybrid k={RECALL_POOL} p50 / p95 ms"
-            f" | semantic k={RECALL_POOL} p50 / p95 ms | lexical k={RECALL_POOL} p50 / p95 ms"
+            f"| nodes | search | hybrid k={k} p50 / p95 ms"
+            f" | semantic k={k} p50 / p95 ms | lexical k={k} p50 / p95 ms"
             " | nodes matched by the query's OR full-text query p50 / p95 (share)"
             " | namespace stats query ms |",
             "|---|---|---|---|---|---|---|",
         ]
         for r in profiled:
             p = r["profile"]
-            m = p["recall_k60"]
+            m = p["recall_in_context"]
             lm = p["lexical_matches"]
             lines.append(
                 f"| {r['size']:,} | {'exact' if r['exact_search'] else 'HNSW'}"

@@ -801,8 +801,10 @@ def context_section(run: Run) -> str:
             )
     lines += [
         "",
-        "What the time is spent on (lexical recall over a broad OR match, Python building"
-        " full node objects) was profiled statement by statement in"
+        "The recall stage holds the one round trip that also reads the tiers (docs/tiers.md);"
+        " tiers is ranking their candidates in Python. What the time is spent on (BM25 over"
+        " the lexical candidates, the activation pull, Python building node objects) was"
+        " profiled statement by statement in"
         " [benchmark-notes.md](benchmark-notes.md#context-packets) (`context.py --profile 50`).",
         "",
     ]

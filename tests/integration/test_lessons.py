@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import uuid
@@ -163,10 +164,17 @@ def test_add_if_new_returns_a_near_duplicate_by_embedding(synonym_store):
 def test_concurrent_add_if_new_of_near_duplicates_stores_one_lesson(ns):
     rules = [
         "Always run the full test suite before committing code",
-        "Always run the full test suite before you commit code",
-        "always run the full test suite before committing the code",
-        "Always run the whole test suite before committing code",
+        "Always run the full test suite before committing the code",
+        "always run the full test suite before committing code!",
+        "Always run the full test suite before committing any code",
     ]
+    # Every pair is a near-duplicate, so whichever is stored first, the others
+    # match it (the relation is not transitive: with a pair that is not, the
+    # outcome would depend on the order the threads ran in).
+    assert all(
+        jaccard(words(a), words(b)) >= JACCARD_DUPLICATE
+        for a, b in itertools.combinations(rules, 2)
+    )
     ids: list[int] = []
     errors: list[BaseException] = []
 
