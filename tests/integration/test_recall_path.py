@@ -232,3 +232,15 @@ def test_recall_is_prepared_on_the_connection_only_when_the_settings_say_so(data
         assert len(recalls) >= 2 and len(tier_reads) == 1
     else:
         assert statements == []
+
+
+def test_bm25s_average_length_comes_from_the_newest_documents(store, monkeypatch):
+    from memstore.graph import rows
+
+    ns = store.namespace("average-length")
+    ns.remember_many(["one two three four five six", "alpha", "beta gamma"])
+    monkeypatch.setattr(rows, "AVG_LENGTH_SAMPLE", 2)
+    with ns.connection() as conn:
+        stats = rows.namespace_stats(conn, ns.id, store.embedder.name)
+    assert (stats.documents, stats.vectors) == (3, 3)
+    assert stats.avg_length == pytest.approx(1.5)  # "alpha", "beta gamma"
