@@ -238,7 +238,8 @@ def test_bm25s_average_length_comes_from_the_newest_documents(store, monkeypatch
     from memstore.graph import rows
 
     ns = store.namespace("average-length")
-    ns.remember_many(["one two three four five six", "alpha", "beta gamma"])
+    for text in ("one two three four five six", "alpha", "beta gamma"):  # in this order
+        ns.remember(text)
     monkeypatch.setattr(rows, "AVG_LENGTH_SAMPLE", 2)
     with ns.connection() as conn:
         stats = rows.namespace_stats(conn, ns.id, store.embedder.name)
