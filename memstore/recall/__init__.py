@@ -24,7 +24,7 @@ from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
 from memstore.recall import fusion
-from memstore.recall.injection import instruction_signals
+from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 from memstore.recall.terms import CACHED_DF_MIN, TermCounts
 
@@ -360,8 +360,12 @@ def hits(
                 lexical_rank=found[node_id]["lexical_rank"],
                 fused_rank=position,
             ),
-            instruction_signals=instruction_signals(
-                found[node_id]["label"], found[node_id]["content"]
+            instruction_signals=memory_signals(
+                label=found[node_id]["label"],
+                content=found[node_id]["content"],
+                node_type=found[node_id]["node_type"],
+                tier=found[node_id]["tier"],
+                actor=found[node_id]["actor"],
             ),
         )
         for position, node_id in enumerate(ranked, start=1)

@@ -139,4 +139,31 @@ def instruction_signals(*texts: str | None) -> tuple[str, ...]:
     return tuple(name for name in SIGNALS if name in found)
 
 
-__all__ = ["SIGNALS", "instruction_signals"]
+# A timeline turn is stored as "role: content" (memstore/tiers/timeline.py,
+# which builds on this module and must keep these names): the prefix is the
+# recorded speaker, not a role line forged inside a memory, so it is not
+# scanned. Every assistant turn that spoke to "you" read as one.
+TURN_TIER = "timeline"
+TURN_TYPE = "Turn"
+
+
+def memory_signals(
+    *, label: str | None, content: str, node_type: str, tier: str | None, actor: str | None
+) -> tuple[str, ...]:
+    """:func:`instruction_signals` of a stored memory (its label and content).
+
+    >>> memory_signals(label=None, content="assistant: I can book it for you",
+    ...                node_type="Turn", tier="timeline", actor="assistant")
+    ()
+    >>> memory_signals(label=None, content="assistant: I can book it for you",
+    ...                node_type="Note", tier=None, actor="assistant")
+    ('role_marker',)
+    """
+    if tier == TURN_TIER and node_type == TURN_TYPE and actor:
+        prefix = f"{actor}: "
+        if content.startswith(prefix):
+            content = content[len(prefix) :]
+    return instruction_signals(label, content)
+
+
+__all__ = ["SIGNALS", "instruction_signals", "memory_signals"]

@@ -34,7 +34,7 @@ from memstore.inputs import validated
 from memstore.models import Hit, Node
 from memstore.recall import RecallQuery
 from memstore.recall import hits as recall_hits
-from memstore.recall.injection import instruction_signals
+from memstore.recall.injection import memory_signals
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 
 if TYPE_CHECKING:
@@ -420,7 +420,13 @@ def assemble(
         if scan and signals is None:
             signals = found.signals.get(node.id)
             if signals is None:
-                signals = instruction_signals(node.label, node.content)
+                signals = memory_signals(
+                    label=node.label,
+                    content=node.content,
+                    node_type=node.node_type,
+                    tier=node.tier,
+                    actor=node.actor,
+                )
             if signals:
                 line = token_counter(_line_of(node, signals)) + 1
             priced[node.id] = (line, signals)

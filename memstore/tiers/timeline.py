@@ -18,7 +18,7 @@ from memstore.tiers.common import TIMELINE, count_current, current_entries, lock
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
 
-TURN = "Turn"
+TURN = "Turn"  # memstore/recall/injection.py's TURN_TYPE: the turn's prefix is not scanned
 # How strongly a turn calls up the next one (and, followed backwards, the one before).
 NEXT_WEIGHT = 0.8
 
