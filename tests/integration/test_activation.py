@@ -343,6 +343,24 @@ def test_unknown_forgotten_and_redacted_seeds_are_named(ns, store, database_url)
     assert row_counts(database_url) == before
 
 
+def test_given_seeds_are_checked_in_order_and_stand_for_their_current_version(ns):
+    # The pull reports on the given ids; the first one that may not be used is named.
+    n = make(ns, "a", "b", "c")
+    newer = ns.revise(n["a"].id, "memory a, corrected", reason="typo")
+    ns.forget(n["b"].id, reason="no longer true")
+    ns.forget(newer.id, reason="no longer true either")
+    with pytest.raises(NodeNotFoundError):
+        ns.activate(seeds=[n["c"].id, 10**12, n["b"].id])
+    with pytest.raises(NodeTombstonedError) as raised:
+        ns.activate(seeds=[n["c"].id, n["a"].id, n["b"].id])
+    assert raised.value.node_id == newer.id  # the old id stood for its forgotten version
+    with pytest.raises(NodeTombstonedError):
+        ns.activate("memory", seeds=[n["b"].id])
+    # Combined with a query's seeds, a given seed keeps strength 1.
+    activation = ns.activate("memory", seeds=[n["c"].id], depth=1)
+    assert next(r for r in activation.background if r.id == n["c"].id).raw_activation == 1.0
+
+
 def test_the_projection_of_a_hub_with_ten_thousand_neighbours_stays_under_the_cap(ns, database_url):
     hub = ns.remember("hub of everything", node_type="Fact")
     # Multi-byte content: a snippet must never split a character. The spokes go in
