@@ -92,7 +92,8 @@ def _ints(values: list[Any] | None) -> IntArray:
 
 
 def _floats(values: list[Any] | None) -> FloatArray:
-    return np.asarray([np.nan if v is None else v for v in values or []], dtype=np.float64)
+    # numpy reads None as NaN for a float dtype (no list comprehension needed).
+    return np.asarray(values or [], dtype=np.float64)
 
 
 def _bools(values: list[Any] | None) -> BoolArray:
