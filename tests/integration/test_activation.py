@@ -157,6 +157,19 @@ def test_superseded_nodes_lead_to_their_current_version_and_keep_their_edges(ns)
     assert {r.id for r in again.background} == {newer.id, n["c"].id}
 
 
+def test_a_node_revised_twice_is_reached_at_its_newest_version_with_all_its_edges(ns):
+    n = make(ns, "a", "b", "c", "d")
+    ns.link(n["a"].id, n["b"].id, weight=0.9)  # into the oldest version
+    ns.link(n["b"].id, n["c"].id, weight=0.9)  # out of the oldest version
+    second = ns.revise(n["b"].id, "memory b, second", reason="typo")
+    ns.link(second.id, n["d"].id, weight=0.9)  # out of the middle version
+    third = ns.revise(second.id, "memory b, third", reason="typo")
+    activation = ns.activate(seeds=[n["a"].id], depth=2)
+    assert {r.id for r in activation.background} == {n["a"].id, third.id, n["c"].id, n["d"].id}
+    again = ns.activate(seeds=[second.id], depth=1)
+    assert {r.id for r in again.background} == {third.id, n["c"].id, n["d"].id}
+
+
 def test_the_privacy_ceiling_hides_nodes_and_what_lies_behind_them(ns):
     a = ns.remember("public start", node_type="Fact")
     secret = ns.remember("secret middle", node_type="Fact", privacy=3)
