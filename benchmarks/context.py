@@ -863,7 +863,7 @@ def label_of(text: str, params: Any) -> str:
         return "recall: SET LOCAL hnsw.*"
     if "WITH filtered AS" in flat:
         return "recall: the hybrid recall statement"
-    if "memstore.neighbourhood(" in flat:
+    if "memstore.neighbourhood" in flat:  # neighbourhood(…) or neighbourhood_v2(…)
         return "activation: neighbourhood pull"
     if "memstore.redactions WHERE namespace_id" in flat and "count(*)" in flat:
         return "redactions count"

@@ -3,7 +3,7 @@
 >>> from memstore import MemoryStore
 >>> store = MemoryStore.open()          # doctest: +SKIP  (starts the embedded server)
 >>> store.status().schema_revision      # doctest: +SKIP
-'0013'
+'0014'
 >>> store.close()                       # doctest: +SKIP
 """
 

@@ -549,8 +549,7 @@ class Namespace:
                 vector = None
         with self.connection(privacy_ceiling=request.privacy_ceiling) as conn:
             start: dict[int, float] = {}
-            if request.seeds:
-                start = self._seed_ids(conn, request.seeds, request.as_of)
+            given = request.seeds or []
             if request.query is not None:
                 hits = self.recall_in(
                     conn,
@@ -576,6 +575,10 @@ class Namespace:
                 vector=vector,
                 model=self.embedder.name,
                 timings={"seed": seeded},
+                # The pull resolves and checks the given ids in its own round
+                # trip; the full check runs only to raise for a bad one.
+                given=given,
+                check_given=lambda: self._seed_ids(conn, given, request.as_of),
             )
 
     def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:
@@ -667,7 +670,9 @@ class Namespace:
         """Given seeds as current ids (strength 1); unknown ids raise.
 
         Without ``as_of`` a forgotten or redacted seed raises too; with it, the
-        pull decides what was visible then. Two round trips whatever the count.
+        pull decides what was visible then. Two round trips whatever the count:
+        :meth:`activate` calls it only when the pull's own report on the seeds
+        (same checks, no extra round trip) found one to raise for.
         """
         tx = NamespaceTransaction(self, conn)
         found = fetch_nodes(conn, self.id, self.name, ids)

@@ -54,16 +54,25 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 
 -- The node and every version that led to it: the ids whose edges are its own.
+-- Each version is superseded at most once, so they form a tree below the
+-- node: its direct predecessors by one index probe, and the earlier versions
+-- of those (a recursive query, ~50 us) only for a predecessor that has any.
 CREATE OR REPLACE FUNCTION memstore.own_versions(
     ns bigint, node bigint, as_of timestamptz
 ) RETURNS SETOF bigint
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT node
     UNION ALL
-    SELECT p.id
-    FROM memstore.earlier_versions(ns, node, as_of) AS p(id)
-    WHERE (SELECT s.id FROM memstore.supersessions s
-           WHERE s.namespace_id = ns AND s.new_id = node
+    SELECT p.old_id
+    FROM memstore.supersessions p
+    WHERE p.namespace_id = ns AND p.new_id = node AND (as_of IS NULL OR p.at <= as_of)
+    UNION ALL
+    SELECT q.id
+    FROM memstore.supersessions p
+    CROSS JOIN LATERAL memstore.earlier_versions(ns, p.old_id, as_of) AS q(id)
+    WHERE p.namespace_id = ns AND p.new_id = node AND (as_of IS NULL OR p.at <= as_of)
+      AND (SELECT s.id FROM memstore.supersessions s
+           WHERE s.namespace_id = ns AND s.new_id = p.old_id
              AND (as_of IS NULL OR s.at <= as_of)
            LIMIT 1) IS NOT NULL
 $$;
@@ -82,7 +91,17 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                             WHERE s.namespace_id = ns AND s.old_id = far_end
                               AND (as_of IS NULL OR s.at <= as_of)) IS NULL
                       THEN far_end
-                      ELSE memstore.current_version(ns, far_end, as_of) END AS far
+                      -- Revised: most ends were revised once, which two index
+                      -- probes settle; a longer chain is walked by
+                      -- current_version() (a recursive query, ~50 us a call).
+                      ELSE (SELECT CASE WHEN s2.new_id IS NULL THEN s1.new_id
+                                        ELSE memstore.current_version(ns, s2.new_id, as_of) END
+                            FROM memstore.supersessions s1
+                            LEFT JOIN memstore.supersessions s2
+                                   ON s2.namespace_id = ns AND s2.old_id = s1.new_id
+                                  AND (as_of IS NULL OR s2.at <= as_of)
+                            WHERE s1.namespace_id = ns AND s1.old_id = far_end
+                              AND (as_of IS NULL OR s1.at <= as_of)) END AS far
           OFFSET 0) AS v
     WHERE v.far <> node
       AND (as_of IS NULL OR recorded <= as_of)
@@ -97,8 +116,11 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
       AND (SELECT t.id FROM memstore.tombstones t
            WHERE t.namespace_id = ns AND t.node_id = v.far
              AND (as_of IS NULL OR t.at <= as_of)) IS NULL
-      AND (SELECT r.id FROM memstore.redactions r
-           WHERE r.namespace_id = ns AND r.node_id = v.far) IS NULL
+      -- Redaction is rare (erasure of personal data): a namespace without any
+      -- is checked once per statement (an InitPlan), not once per edge.
+      AND ((SELECT r.id FROM memstore.redactions r WHERE r.namespace_id = ns LIMIT 1) IS NULL
+           OR (SELECT r.id FROM memstore.redactions r
+               WHERE r.namespace_id = ns AND r.node_id = v.far) IS NULL)
 $$;
 
 -- The fan-out cap: the heaviest live edges of version `version` (standing for
@@ -108,39 +130,43 @@ $$;
 -- learned edges (hebbian_weight > 0) from edge_state: together they hold the
 -- top `fanout` by effective weight, since learning only raises a weight.
 -- Liveness is checked before the cap, so forgotten edges do not use it up.
+-- An edge's learned weight is the one its learned row brings (every learned
+-- edge of the version is among those rows); an edge found only in index order
+-- has none. Grouping by edge keeps each edge once with its learned weight,
+-- without probing edge_state once more per edge.
 CREATE OR REPLACE FUNCTION memstore.heaviest_edges(
     ns bigint, version bigint, node bigint, fanout int, both_ways boolean,
     ceiling int, as_of timestamptz
 ) RETURNS TABLE (edge_id bigint, dst bigint, weight real, hebb real, inhibitory boolean,
                  relation text, reverse boolean)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT c.edge_id, c.far, c.weight, coalesce(l.hebbian_weight, 0), c.inhibitory,
-           c.relation, c.reverse
+    SELECT c.edge_id, c.far, c.weight, max(c.hebb), c.inhibitory, c.relation, c.reverse
     FROM (
-        (SELECT e.id AS edge_id, f.far, e.weight, e.inhibitory, e.relation, false AS reverse
+        (SELECT e.id AS edge_id, f.far, e.weight, 0::real AS hebb, e.inhibitory, e.relation,
+                false AS reverse
          FROM memstore.edges e
          CROSS JOIN LATERAL memstore.live_end(
              ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
          WHERE e.namespace_id = ns AND e.src = version
          ORDER BY e.weight DESC, e.id
          LIMIT fanout)
-        UNION
-        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, false
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, ls.hebbian_weight, e.inhibitory, e.relation, false
          FROM memstore.edge_state ls
          JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
          CROSS JOIN LATERAL memstore.live_end(
              ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
          WHERE ls.namespace_id = ns AND ls.src = version AND ls.hebbian_weight > 0)
-        UNION
-        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, 0::real, e.inhibitory, e.relation, true
          FROM memstore.edges e
          CROSS JOIN LATERAL memstore.live_end(
              ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
          WHERE both_ways AND e.namespace_id = ns AND e.dst = version
          ORDER BY e.weight DESC, e.id
          LIMIT fanout)
-        UNION
-        (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, ls.hebbian_weight, e.inhibitory, e.relation, true
          FROM memstore.edge_state ls
          JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
          CROSS JOIN LATERAL memstore.live_end(
@@ -148,8 +174,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
          WHERE both_ways AND ls.namespace_id = ns AND ls.dst = version
            AND ls.hebbian_weight > 0)
     ) AS c
-    LEFT JOIN memstore.edge_state l ON l.namespace_id = ns AND l.edge_id = c.edge_id
-    ORDER BY 1 - (1 - c.weight) * (1 - coalesce(l.hebbian_weight, 0)) DESC, c.edge_id, c.reverse
+    GROUP BY c.edge_id, c.far, c.weight, c.inhibitory, c.relation, c.reverse
+    ORDER BY 1 - (1 - c.weight) * (1 - max(c.hebb)) DESC, c.edge_id, c.reverse
     LIMIT fanout
 $$;
 
@@ -166,9 +192,16 @@ $$;
 -- expanded (so depth 0 and 1 both return the seeds' edges, as before).
 -- Being STABLE, every statement of the function reads the calling query's
 -- snapshot: the hops see one state of the store.
-CREATE OR REPLACE FUNCTION memstore.neighbourhood(
-    p_ns bigint, p_seeds bigint[], p_depth int, p_fanout int, p_both boolean,
-    p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
+--
+-- The seeds are p_seeds and p_given, any version of a node (each stands for
+-- its current version, as of). For the ids in p_given, the caller's own seeds,
+-- it also reports what the caller must check before it may use them, in the
+-- same round trip: each one's current version (as of), whether the id is a
+-- node of this namespace, and whether that current version is live now (not
+-- forgotten, not redacted).
+CREATE OR REPLACE FUNCTION memstore.neighbourhood_v2(
+    p_ns bigint, p_seeds bigint[], p_given bigint[], p_depth int, p_fanout int,
+    p_both boolean, p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
 ) RETURNS TABLE (
     edge_src bigint[], edge_dst bigint[], edge_id bigint[], edge_weight real[],
     edge_hebb real[], edge_inhibitory boolean[], edge_relation text[], edge_reverse boolean[],
@@ -176,9 +209,14 @@ CREATE OR REPLACE FUNCTION memstore.neighbourhood(
     node_id bigint[], node_depth int[], node_layer smallint[], node_type text[],
     node_label text[], node_tier text[], node_importance real[], node_decay_rate real[],
     node_age float8[], node_similarity float8[],
-    access_node bigint[], access_age float8[]
+    access_node bigint[], access_age float8[],
+    given_current bigint[], given_known boolean[], given_live boolean[]
 )
-LANGUAGE plpgsql STABLE AS $$
+-- Always the cached generic plans: left to choose, the plan cache sometimes
+-- kept planning the hop statements afresh on every call (custom plans; the
+-- pull then cost 2.4x the CPU at 10k nodes, 2 hops). The statements are
+-- written for the generic plan (see the as_of note in the loop).
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     moment timestamptz := coalesce(p_as_of, now());
@@ -186,6 +224,7 @@ DECLARE
     frontier bigint[];  -- the nodes expanded in this hop
     walked bigint[];    -- every node expanded so far or queued to be
     hop int := 0;
+    g_current bigint[] := '{}'; g_known boolean[] := '{}'; g_live boolean[] := '{}';
     -- this hop's edges
     h_src bigint[]; h_dst bigint[]; h_id bigint[]; h_weight real[]; h_hebb real[];
     h_inhibitory boolean[]; h_relation text[]; h_reverse boolean[];
@@ -194,8 +233,24 @@ DECLARE
     e_weight real[] := '{}'; e_hebb real[] := '{}'; e_inhibitory boolean[] := '{}';
     e_relation text[] := '{}'; e_reverse boolean[] := '{}'; e_depth int[] := '{}';
 BEGIN
+    IF cardinality(p_given) > 0 THEN
+        SELECT array_agg(c.id ORDER BY g.ord),
+               array_agg((SELECT n.id FROM memstore.nodes n
+                          WHERE n.namespace_id = p_ns AND n.id = g.id) IS NOT NULL
+                         ORDER BY g.ord),
+               array_agg((SELECT n.id FROM memstore.nodes n
+                          WHERE n.namespace_id = p_ns AND n.id = c.id) IS NOT NULL
+                         AND (SELECT t.id FROM memstore.tombstones t
+                              WHERE t.namespace_id = p_ns AND t.node_id = c.id) IS NULL
+                         AND (SELECT r.id FROM memstore.redactions r
+                              WHERE r.namespace_id = p_ns AND r.node_id = c.id) IS NULL
+                         ORDER BY g.ord)
+        INTO g_current, g_known, g_live
+        FROM unnest(p_given) WITH ORDINALITY AS g(id, ord)
+        CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, g.id, p_as_of) AS id) AS c;
+    END IF;
     SELECT coalesce(array_agg(DISTINCT c.id), '{}') INTO seeds
-    FROM unnest(p_seeds) AS seed(id)
+    FROM unnest(p_seeds || p_given) AS seed(id)
     CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, seed.id, p_as_of) AS id) AS c
     WHERE memstore.node_visible(p_ns, c.id, p_privacy, p_as_of);
     frontier := seeds;
@@ -259,13 +314,15 @@ BEGIN
         GROUP BY r.id
     )
     SELECT e_src, e_dst, e_id, e_weight, e_hebb, e_inhibitory, e_relation, e_reverse, e_depth,
-           v.*, a.*
+           v.*, a.*, g_current, g_known, g_live
     FROM (SELECT array_agg(n.id), array_agg(m.depth), array_agg(n.layer),
                  array_agg(n.node_type), array_agg(n.label), array_agg(n.tier),
                  array_agg(n.importance), array_agg(n.decay_rate),
                  array_agg(extract(epoch FROM moment - n.recorded_at)::float8),
                  array_agg(emb.similarity)
-          FROM reached m
+          -- In id order: the probes below then walk their indexes, and the
+          -- heap, in order.
+          FROM (SELECT r.id, r.depth FROM reached r ORDER BY r.id) AS m
           -- One index probe per reached node (OFFSET 0 keeps it a probe): once
           -- the planner knew how many nodes were reached it chose to hash the
           -- whole namespace's nodes instead, 5x slower at 3k of 100k.
@@ -288,5 +345,59 @@ BEGIN
           CROSS JOIN LATERAL unnest(st.access_ring) AS t(at)
           WHERE st.namespace_id = p_ns AND st.node_id IN (SELECT r.id FROM reached r)
             AND t.at <= moment) AS a;
+END;
+$$;
+
+-- The pull as revision 0013 called it (no seed report), kept for code of that
+-- revision while a deploy replaces it.
+CREATE OR REPLACE FUNCTION memstore.neighbourhood(
+    p_ns bigint, p_seeds bigint[], p_depth int, p_fanout int, p_both boolean,
+    p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
+) RETURNS TABLE (
+    edge_src bigint[], edge_dst bigint[], edge_id bigint[], edge_weight real[],
+    edge_hebb real[], edge_inhibitory boolean[], edge_relation text[], edge_reverse boolean[],
+    edge_depth int[],
+    node_id bigint[], node_depth int[], node_layer smallint[], node_type text[],
+    node_label text[], node_tier text[], node_importance real[], node_decay_rate real[],
+    node_age float8[], node_similarity float8[],
+    access_node bigint[], access_age float8[]
+)
+LANGUAGE sql STABLE AS $$
+    SELECT n.edge_src, n.edge_dst, n.edge_id, n.edge_weight, n.edge_hebb, n.edge_inhibitory,
+           n.edge_relation, n.edge_reverse, n.edge_depth, n.node_id, n.node_depth,
+           n.node_layer, n.node_type, n.node_label, n.node_tier, n.node_importance,
+           n.node_decay_rate, n.node_age, n.node_similarity, n.access_node, n.access_age
+    FROM memstore.neighbourhood_v2(p_ns, p_seeds, '{}', p_depth, p_fanout, p_both, p_privacy,
+                                   p_as_of, p_vector, p_model) AS n
+$$;
+
+-- Working memory's node rows, with each node's status (memstore/graph/rows.py
+-- reads the same columns). A PL/pgSQL function for its cached plan: composed
+-- and planned per call, the statement cost more than the round trip.
+CREATE OR REPLACE FUNCTION memstore.node_rows(p_ns bigint, p_ids bigint[])
+RETURNS TABLE (
+    id bigint, kind text, node_type text, tier text, layer smallint, label text,
+    content text, data jsonb, importance real, confidence real, decay_rate real,
+    privacy smallint, protected boolean, subject text, scope text, source text,
+    actor text, run_id text, observed_at timestamptz, valid_from timestamptz,
+    valid_to timestamptz, recorded_at timestamptz,
+    superseded_by bigint, tombstoned boolean, redacted boolean
+)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data,
+           n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject,
+           n.scope, n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to,
+           n.recorded_at,
+           (SELECT s.new_id FROM memstore.supersessions s
+            WHERE s.namespace_id = p_ns AND s.old_id = n.id),
+           (SELECT t.id FROM memstore.tombstones t
+            WHERE t.namespace_id = p_ns AND t.node_id = n.id) IS NOT NULL,
+           (SELECT r.id FROM memstore.redactions r
+            WHERE r.namespace_id = p_ns AND r.node_id = n.id) IS NOT NULL
+    FROM memstore.nodes n
+    WHERE n.namespace_id = p_ns AND n.id = ANY (p_ids);
 END;
 $$;

@@ -7,6 +7,7 @@ the seeds (its hybrid recall of the query, or given ids) and the query vector.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,7 @@ from memstore.activation.model import (
     PathStep,
     Reached,
 )
-from memstore.activation.pull import Neighbourhood, pull
-from memstore.graph.rows import fetch_nodes
+from memstore.activation.pull import Neighbourhood, node_rows, pull
 
 __all__ = [
     "ActivateRequest",
@@ -47,11 +47,16 @@ def run(
     vector: np.ndarray[Any, Any] | None,
     model: str,
     timings: dict[str, float] | None = None,
+    given: Sequence[int] = (),
+    check_given: Callable[[], dict[int, float]] | None = None,
 ) -> Activation:
-    """Activate from ``seeds`` (current node id → seed strength) as ``request`` asks.
+    """Activate from ``seeds`` (current node id → seed strength) and ``given`` as ``request`` asks.
 
-    ``request.query`` and ``request.seeds`` were used by the caller to find
-    ``seeds``; ``vector`` is the query's embedding (None: no similarity).
+    ``request.query`` was used by the caller to find ``seeds``; ``vector`` is
+    the query's embedding (None: no similarity). ``given`` are the caller's
+    own seed ids (strength 1; an old version stands for its current one): the
+    pull resolves them and reports whether each may be used, and if one may
+    not, ``check_given`` (which must raise the error that says why) decides.
     """
     timings = dict(timings or {})
     depth, limit, params = request.depth, request.limit, request.params
@@ -60,6 +65,7 @@ def run(
         conn,
         namespace_id,
         sorted(seeds),
+        given=given,
         depth=depth,
         fanout=request.fanout,
         both_directions=request.both_directions,
@@ -69,6 +75,10 @@ def run(
         model=model,
     )
     timings["pull"] = _ms(started)
+    if given:
+        seeds = dict(seeds)
+        for current, strength in _given_seeds(nb, request, check_given).items():
+            seeds[current] = max(seeds.get(current, 0.0), strength)
 
     started = time.perf_counter()
     seed_ids = np.fromiter(seeds, dtype=np.int64, count=len(seeds))
@@ -86,7 +96,7 @@ def run(
 
     started = time.perf_counter()
     chosen = [int(i) for i in scores.working_memory]
-    nodes = fetch_nodes(conn, namespace_id, namespace, [int(nb.node_id[i]) for i in chosen])
+    nodes = node_rows(conn, namespace_id, namespace, [int(nb.node_id[i]) for i in chosen])
     timings["fetch"] = _ms(started)
 
     if request.learn:
@@ -132,6 +142,25 @@ def run(
 
     activation._build_background = background
     return activation
+
+
+def _given_seeds(
+    nb: Neighbourhood,
+    request: ActivateRequest,
+    check_given: Callable[[], dict[int, float]] | None,
+) -> dict[int, float]:
+    """The given seeds as current ids of strength 1, once the pull's report clears them.
+
+    Every id must be a node of the namespace and, without ``as_of``, its
+    current version must be live; otherwise ``check_given`` raises the error
+    that names the first offender (and its answer is used if it does not).
+    """
+    report = nb.given
+    assert report is not None
+    fine = all(report.known) and (request.as_of is not None or all(report.live))
+    if not fine and check_given is not None:
+        return check_given()
+    return {current: 1.0 for current in report.current}
 
 
 def _coactivated_edges(nb: Neighbourhood, scores: scoring.Scores, chosen: list[int]) -> list[int]:

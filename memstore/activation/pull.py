@@ -1,30 +1,50 @@
-"""The neighbourhood pull: one call of ``memstore.neighbourhood``, read as numpy arrays.
+"""The neighbourhood pull: one call of ``memstore.neighbourhood_v2``, read as numpy arrays.
 
 Every value travels as a bound parameter; the query vector once, in binary.
+The same call reports on the caller's own seed ids (what they resolve to and
+whether they may be used), so checking them costs no round trip of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from psycopg import sql
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
-# The statement lives in sql/05_neighbourhood.sql as memstore.neighbourhood(), a
-# PL/pgSQL function: its plan is cached per connection (planning it cost more
-# than running it).
+from memstore.graph.rows import to_node
+from memstore.models import Node
+
+# The statements live in sql/05_neighbourhood.sql as PL/pgSQL functions: their
+# plans are cached per connection (planning the pull cost more than running
+# it; composing and planning the node read cost more than its round trip).
 PULL = sql.SQL(
-    "SELECT * FROM memstore.neighbourhood(%(ns)s, %(seeds)s::bigint[], %(depth)s::int,"
-    " %(fanout)s::int, %(both)s::boolean, %(privacy)s::int, %(as_of)s::timestamptz,"
-    " %(vector)s::vector, %(model)s::text)"
+    "SELECT * FROM memstore.neighbourhood_v2(%(ns)s, %(seeds)s::bigint[], %(given)s::bigint[],"
+    " %(depth)s::int, %(fanout)s::int, %(both)s::boolean, %(privacy)s::int,"
+    " %(as_of)s::timestamptz, %(vector)s::vector, %(model)s::text)"
 )
+NODE_ROWS = sql.SQL("SELECT * FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[])")
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+@dataclass(frozen=True)
+class GivenSeeds:
+    """What the pull found out about the caller's seed ids, aligned with them."""
+
+    current: list[int]
+    """Each id's current version (as of the pull's ``as_of``)."""
+    known: list[bool]
+    """Whether the id is a node of the namespace (one the caller may see)."""
+    live: list[bool]
+    """Whether that current version is neither forgotten nor redacted (now)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,8 @@ class Neighbourhood:
     """Cosine similarity to the query; NaN where the node has no vector (or no query)."""
     access_node: IntArray
     access_age: FloatArray
+    given: GivenSeeds | None = None
+    """The report on the ``given`` seed ids of :func:`pull` (None when none were given)."""
 
     @property
     def edge_count(self) -> int:
@@ -70,7 +92,8 @@ def _ints(values: list[Any] | None) -> IntArray:
 
 
 def _floats(values: list[Any] | None) -> FloatArray:
-    return np.asarray([np.nan if v is None else v for v in values or []], dtype=np.float64)
+    # numpy reads None as NaN for a float dtype (no list comprehension needed).
+    return np.asarray(values or [], dtype=np.float64)
 
 
 def _bools(values: list[Any] | None) -> BoolArray:
@@ -82,6 +105,7 @@ def pull(
     namespace_id: int,
     seeds: list[int],
     *,
+    given: Sequence[int] = (),
     depth: int,
     fanout: int,
     both_directions: bool,
@@ -90,12 +114,18 @@ def pull(
     vector: np.ndarray[Any, Any] | None,
     model: str,
 ) -> Neighbourhood:
-    """Pull the neighbourhood of ``seeds`` (current ids; superseded ones are followed)."""
+    """Pull the neighbourhood of ``seeds`` and ``given`` (any version of a node: each stands
+    for its current one).
+
+    For ``given``, the caller's own seed ids, the result also says what each
+    one resolved to and whether it may be used (``Neighbourhood.given``).
+    """
     raw = conn.connection.driver_connection
     assert raw is not None
     params = {
         "ns": namespace_id,
         "seeds": seeds,
+        "given": list(given),
         "depth": depth,
         "fanout": fanout,
         "both": both_directions,
@@ -130,4 +160,28 @@ def pull(
         node_similarity=_floats(found["node_similarity"]),
         access_node=_ints(found["access_node"]),
         access_age=_floats(found["access_age"]),
+        given=GivenSeeds(
+            current=list(found["given_current"]),
+            known=list(found["given_known"]),
+            live=list(found["given_live"]),
+        )
+        if given
+        else None,
     )
+
+
+def node_rows(
+    conn: Connection, namespace_id: int, namespace: str, ids: Iterable[int]
+) -> dict[int, Node]:
+    """Nodes by id with their status, as :func:`memstore.graph.rows.fetch_nodes` reads them.
+
+    Missing ids are absent from the result.
+    """
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor(binary=True, row_factory=dict_row) as cursor:
+        rows = cursor.execute(NODE_ROWS, {"ns": namespace_id, "ids": wanted}).fetchall()
+    return {row["id"]: to_node(row, namespace) for row in rows}

@@ -157,6 +157,19 @@ def test_superseded_nodes_lead_to_their_current_version_and_keep_their_edges(ns)
     assert {r.id for r in again.background} == {newer.id, n["c"].id}
 
 
+def test_a_node_revised_twice_is_reached_at_its_newest_version_with_all_its_edges(ns):
+    n = make(ns, "a", "b", "c", "d")
+    ns.link(n["a"].id, n["b"].id, weight=0.9)  # into the oldest version
+    ns.link(n["b"].id, n["c"].id, weight=0.9)  # out of the oldest version
+    second = ns.revise(n["b"].id, "memory b, second", reason="typo")
+    ns.link(second.id, n["d"].id, weight=0.9)  # out of the middle version
+    third = ns.revise(second.id, "memory b, third", reason="typo")
+    activation = ns.activate(seeds=[n["a"].id], depth=2)
+    assert {r.id for r in activation.background} == {n["a"].id, third.id, n["c"].id, n["d"].id}
+    again = ns.activate(seeds=[second.id], depth=1)
+    assert {r.id for r in again.background} == {third.id, n["c"].id, n["d"].id}
+
+
 def test_the_privacy_ceiling_hides_nodes_and_what_lies_behind_them(ns):
     a = ns.remember("public start", node_type="Fact")
     secret = ns.remember("secret middle", node_type="Fact", privacy=3)
@@ -341,6 +354,24 @@ def test_unknown_forgotten_and_redacted_seeds_are_named(ns, store, database_url)
     with pytest.raises(NodeRedactedError):
         ns.activate(seeds=[erased.id], learn=True)
     assert row_counts(database_url) == before
+
+
+def test_given_seeds_are_checked_in_order_and_stand_for_their_current_version(ns):
+    # The pull reports on the given ids; the first one that may not be used is named.
+    n = make(ns, "a", "b", "c")
+    newer = ns.revise(n["a"].id, "memory a, corrected", reason="typo")
+    ns.forget(n["b"].id, reason="no longer true")
+    ns.forget(newer.id, reason="no longer true either")
+    with pytest.raises(NodeNotFoundError):
+        ns.activate(seeds=[n["c"].id, 10**12, n["b"].id])
+    with pytest.raises(NodeTombstonedError) as raised:
+        ns.activate(seeds=[n["c"].id, n["a"].id, n["b"].id])
+    assert raised.value.node_id == newer.id  # the old id stood for its forgotten version
+    with pytest.raises(NodeTombstonedError):
+        ns.activate("memory", seeds=[n["b"].id])
+    # Combined with a query's seeds, a given seed keeps strength 1.
+    activation = ns.activate("memory", seeds=[n["c"].id], depth=1)
+    assert next(r for r in activation.background if r.id == n["c"].id).raw_activation == 1.0
 
 
 def test_the_projection_of_a_hub_with_ten_thousand_neighbours_stays_under_the_cap(ns, database_url):

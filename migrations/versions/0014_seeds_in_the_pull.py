@@ -1,0 +1,421 @@
+"""The pull checks the caller's seed ids itself; working memory is read by a cached plan.
+
+``ns.activate(seeds=...)`` validated its seed ids in two round trips of its own
+before the pull (2-3 ms of a 10 ms call) and read working memory's nodes with
+a statement composed and planned per call (1.5-2 ms). Now:
+
+- memstore.neighbourhood_v2() takes the caller's seed ids as ``p_given`` and
+  reports, in the same row, each one's current version (as of), whether it is
+  a node of the namespace and whether that version is live; Python raises
+  only when the report says so. memstore.neighbourhood() keeps its signature
+  (and results) as a wrapper, for code of revision 0013 during a deploy.
+- memstore.node_rows() reads nodes with their status (PL/pgSQL: its plan is
+  cached per connection).
+- neighbourhood_v2() always uses its generic plans (SET plan_cache_mode =
+  force_generic_plan): left to choose, the plan cache sometimes kept planning
+  the hop statements per call.
+- A revised node no longer costs a recursive query per edge or per
+  expansion: live_end() resolves an end revised once with two index probes
+  (current_version() only for longer chains), own_versions() reads a node's
+  direct predecessors by one probe (earlier_versions() only below those that
+  have predecessors of their own). Where revised hubs are common (the 10k
+  benchmark graph) this halved the pull.
+- heaviest_edges() takes an edge's learned weight from the learned rows it
+  already reads instead of probing edge_state again per edge; live_end()
+  skips the per-edge redaction probe in a namespace without redactions (one
+  check per statement); the final read probes the reached nodes in id order.
+
+Same results. A frozen copy of the changed parts of sql/05_neighbourhood.sql
+as they were at this revision.
+
+Revision ID: 0014
+Revises: 0013
+Create Date: 2026-12-02
+
+"""
+
+from collections.abc import Sequence
+
+from alembic import context, op
+from alembic.script import ScriptDirectory
+
+revision: str = "0014"
+down_revision: str | Sequence[str] | None = "0013"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+NEIGHBOURHOOD_V2 = (
+    "memstore.neighbourhood_v2(bigint, bigint[], bigint[], int, int, boolean, int, timestamptz,"
+    " vector, text)"
+)
+NODE_ROWS = "memstore.node_rows(bigint, bigint[])"
+
+# sql/05_neighbourhood.sql: own_versions(), live_end(), heaviest_edges(),
+# neighbourhood_v2(), neighbourhood(), node_rows()
+NEIGHBOURHOOD_SQL = r"""
+-- The node and every version that led to it: the ids whose edges are its own.
+-- Each version is superseded at most once, so they form a tree below the
+-- node: its direct predecessors by one index probe, and the earlier versions
+-- of those (a recursive query, ~50 us) only for a predecessor that has any.
+CREATE OR REPLACE FUNCTION memstore.own_versions(
+    ns bigint, node bigint, as_of timestamptz
+) RETURNS SETOF bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT node
+    UNION ALL
+    SELECT p.old_id
+    FROM memstore.supersessions p
+    WHERE p.namespace_id = ns AND p.new_id = node AND (as_of IS NULL OR p.at <= as_of)
+    UNION ALL
+    SELECT q.id
+    FROM memstore.supersessions p
+    CROSS JOIN LATERAL memstore.earlier_versions(ns, p.old_id, as_of) AS q(id)
+    WHERE p.namespace_id = ns AND p.new_id = node AND (as_of IS NULL OR p.at <= as_of)
+      AND (SELECT s.id FROM memstore.supersessions s
+           WHERE s.namespace_id = ns AND s.new_id = p.old_id
+             AND (as_of IS NULL OR s.at <= as_of)
+           LIMIT 1) IS NOT NULL
+$$;
+
+-- The far end of an edge followed from `node`, resolved to its current
+-- version, if the edge may be followed: recorded and not tombstoned (as of),
+-- leading to a visible node other than `node` itself. No row otherwise.
+-- OFFSET 0 keeps the resolved end computed once per edge.
+CREATE OR REPLACE FUNCTION memstore.live_end(
+    ns bigint, edge bigint, recorded timestamptz, far_end bigint, node bigint,
+    ceiling int, as_of timestamptz
+) RETURNS TABLE (far bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT v.far
+    FROM (SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                            WHERE s.namespace_id = ns AND s.old_id = far_end
+                              AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                      THEN far_end
+                      -- Revised: most ends were revised once, which two index
+                      -- probes settle; a longer chain is walked by
+                      -- current_version() (a recursive query, ~50 us a call).
+                      ELSE (SELECT CASE WHEN s2.new_id IS NULL THEN s1.new_id
+                                        ELSE memstore.current_version(ns, s2.new_id, as_of) END
+                            FROM memstore.supersessions s1
+                            LEFT JOIN memstore.supersessions s2
+                                   ON s2.namespace_id = ns AND s2.old_id = s1.new_id
+                                  AND (as_of IS NULL OR s2.at <= as_of)
+                            WHERE s1.namespace_id = ns AND s1.old_id = far_end
+                              AND (as_of IS NULL OR s1.at <= as_of)) END AS far
+          OFFSET 0) AS v
+    WHERE v.far <> node
+      AND (as_of IS NULL OR recorded <= as_of)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.edge_id = edge
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      AND ((ceiling IS NULL AND as_of IS NULL) OR (
+               SELECT n.id FROM memstore.nodes n
+               WHERE n.namespace_id = ns AND n.id = v.far
+                 AND (ceiling IS NULL OR n.privacy <= ceiling)
+                 AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = ns AND t.node_id = v.far
+             AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+      -- Redaction is rare (erasure of personal data): a namespace without any
+      -- is checked once per statement (an InitPlan), not once per edge.
+      AND ((SELECT r.id FROM memstore.redactions r WHERE r.namespace_id = ns LIMIT 1) IS NULL
+           OR (SELECT r.id FROM memstore.redactions r
+               WHERE r.namespace_id = ns AND r.node_id = v.far) IS NULL)
+$$;
+
+-- The fan-out cap: the heaviest live edges of version `version` (standing for
+-- node `node`) by effective weight w_eff = 1 - (1 - weight)(1 - hebbian),
+-- ties by edge id, at most `fanout`. For each direction it reads the
+-- heaviest by authored weight in index order, stopping at the cap, plus the
+-- learned edges (hebbian_weight > 0) from edge_state: together they hold the
+-- top `fanout` by effective weight, since learning only raises a weight.
+-- Liveness is checked before the cap, so forgotten edges do not use it up.
+-- An edge's learned weight is the one its learned row brings (every learned
+-- edge of the version is among those rows); an edge found only in index order
+-- has none. Grouping by edge keeps each edge once with its learned weight,
+-- without probing edge_state once more per edge.
+CREATE OR REPLACE FUNCTION memstore.heaviest_edges(
+    ns bigint, version bigint, node bigint, fanout int, both_ways boolean,
+    ceiling int, as_of timestamptz
+) RETURNS TABLE (edge_id bigint, dst bigint, weight real, hebb real, inhibitory boolean,
+                 relation text, reverse boolean)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT c.edge_id, c.far, c.weight, max(c.hebb), c.inhibitory, c.relation, c.reverse
+    FROM (
+        (SELECT e.id AS edge_id, f.far, e.weight, 0::real AS hebb, e.inhibitory, e.relation,
+                false AS reverse
+         FROM memstore.edges e
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE e.namespace_id = ns AND e.src = version
+         ORDER BY e.weight DESC, e.id
+         LIMIT fanout)
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, ls.hebbian_weight, e.inhibitory, e.relation, false
+         FROM memstore.edge_state ls
+         JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+         WHERE ls.namespace_id = ns AND ls.src = version AND ls.hebbian_weight > 0)
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, 0::real, e.inhibitory, e.relation, true
+         FROM memstore.edges e
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+         WHERE both_ways AND e.namespace_id = ns AND e.dst = version
+         ORDER BY e.weight DESC, e.id
+         LIMIT fanout)
+        UNION ALL
+        (SELECT e.id, f.far, e.weight, ls.hebbian_weight, e.inhibitory, e.relation, true
+         FROM memstore.edge_state ls
+         JOIN memstore.edges e ON e.namespace_id = ns AND e.id = ls.edge_id
+         CROSS JOIN LATERAL memstore.live_end(
+             ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+         WHERE both_ways AND ls.namespace_id = ns AND ls.dst = version
+           AND ls.hebbian_weight > 0)
+    ) AS c
+    GROUP BY c.edge_id, c.far, c.weight, c.inhibitory, c.relation, c.reverse
+    ORDER BY 1 - (1 - c.weight) * (1 - max(c.hebb)) DESC, c.edge_id, c.reverse
+    LIMIT fanout
+$$;
+
+-- The pull, hop by hop: seeds -> each hop's frontier expanded once (its nodes'
+-- capped edges) -> every reached node with its similarity to the query
+-- (computed here, next to the vectors: they never travel) and its access ring.
+--
+-- A loop, not a recursive CTE: the CTE's UNION de-duplicated (version, node,
+-- depth) rows, so a node reached at two depths was expanded twice, and the
+-- nodes of the inner hops had their edges read and checked once by the walk
+-- and once more for the result. Here a hop's frontier is the set of nodes first
+-- reached (through an excitatory edge) in the hop before, each expanded exactly
+-- once at its least depth; the edges found are the result. The seeds are always
+-- expanded (so depth 0 and 1 both return the seeds' edges, as before).
+-- Being STABLE, every statement of the function reads the calling query's
+-- snapshot: the hops see one state of the store.
+--
+-- The seeds are p_seeds and p_given, any version of a node (each stands for
+-- its current version, as of). For the ids in p_given, the caller's own seeds,
+-- it also reports what the caller must check before it may use them, in the
+-- same round trip: each one's current version (as of), whether the id is a
+-- node of this namespace, and whether that current version is live now (not
+-- forgotten, not redacted).
+CREATE OR REPLACE FUNCTION memstore.neighbourhood_v2(
+    p_ns bigint, p_seeds bigint[], p_given bigint[], p_depth int, p_fanout int,
+    p_both boolean, p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
+) RETURNS TABLE (
+    edge_src bigint[], edge_dst bigint[], edge_id bigint[], edge_weight real[],
+    edge_hebb real[], edge_inhibitory boolean[], edge_relation text[], edge_reverse boolean[],
+    edge_depth int[],
+    node_id bigint[], node_depth int[], node_layer smallint[], node_type text[],
+    node_label text[], node_tier text[], node_importance real[], node_decay_rate real[],
+    node_age float8[], node_similarity float8[],
+    access_node bigint[], access_age float8[],
+    given_current bigint[], given_known boolean[], given_live boolean[]
+)
+-- Always the cached generic plans: left to choose, the plan cache sometimes
+-- kept planning the hop statements afresh on every call (custom plans; the
+-- pull then cost 2.4x the CPU at 10k nodes, 2 hops). The statements are
+-- written for the generic plan (see the as_of note in the loop).
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+    moment timestamptz := coalesce(p_as_of, now());
+    seeds bigint[];
+    frontier bigint[];  -- the nodes expanded in this hop
+    walked bigint[];    -- every node expanded so far or queued to be
+    hop int := 0;
+    g_current bigint[] := '{}'; g_known boolean[] := '{}'; g_live boolean[] := '{}';
+    -- this hop's edges
+    h_src bigint[]; h_dst bigint[]; h_id bigint[]; h_weight real[]; h_hebb real[];
+    h_inhibitory boolean[]; h_relation text[]; h_reverse boolean[];
+    -- every hop's edges
+    e_src bigint[] := '{}'; e_dst bigint[] := '{}'; e_id bigint[] := '{}';
+    e_weight real[] := '{}'; e_hebb real[] := '{}'; e_inhibitory boolean[] := '{}';
+    e_relation text[] := '{}'; e_reverse boolean[] := '{}'; e_depth int[] := '{}';
+BEGIN
+    IF cardinality(p_given) > 0 THEN
+        SELECT array_agg(c.id ORDER BY g.ord),
+               array_agg((SELECT n.id FROM memstore.nodes n
+                          WHERE n.namespace_id = p_ns AND n.id = g.id) IS NOT NULL
+                         ORDER BY g.ord),
+               array_agg((SELECT n.id FROM memstore.nodes n
+                          WHERE n.namespace_id = p_ns AND n.id = c.id) IS NOT NULL
+                         AND (SELECT t.id FROM memstore.tombstones t
+                              WHERE t.namespace_id = p_ns AND t.node_id = c.id) IS NULL
+                         AND (SELECT r.id FROM memstore.redactions r
+                              WHERE r.namespace_id = p_ns AND r.node_id = c.id) IS NULL
+                         ORDER BY g.ord)
+        INTO g_current, g_known, g_live
+        FROM unnest(p_given) WITH ORDINALITY AS g(id, ord)
+        CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, g.id, p_as_of) AS id) AS c;
+    END IF;
+    SELECT coalesce(array_agg(DISTINCT c.id), '{}') INTO seeds
+    FROM unnest(p_seeds || p_given) AS seed(id)
+    CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, seed.id, p_as_of) AS id) AS c
+    WHERE memstore.node_visible(p_ns, c.id, p_privacy, p_as_of);
+    frontier := seeds;
+    walked := seeds;
+    LOOP
+        hop := hop + 1;
+        -- Each node's edges are read through every version it has (the cap
+        -- applies per version). The same statement twice: with a literal NULL
+        -- for as_of the planner drops the edges' recorded_at check even from
+        -- the cached generic plan, so the edges are read by an index-only scan
+        -- of ix_edges_out; with p_as_of (a parameter) every edge costs a heap
+        -- fetch for recorded_at.
+        IF p_as_of IS NULL THEN
+            SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
+                   coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
+                   coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
+                   coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
+            INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
+            FROM unnest(frontier) AS f(node)
+            CROSS JOIN LATERAL memstore.own_versions(p_ns, f.node, NULL) AS v(id)
+            CROSS JOIN LATERAL memstore.heaviest_edges(
+                p_ns, v.id, f.node, p_fanout, p_both, p_privacy, NULL) AS x;
+        ELSE
+            SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
+                   coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
+                   coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
+                   coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
+            INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
+            FROM unnest(frontier) AS f(node)
+            CROSS JOIN LATERAL memstore.own_versions(p_ns, f.node, p_as_of) AS v(id)
+            CROSS JOIN LATERAL memstore.heaviest_edges(
+                p_ns, v.id, f.node, p_fanout, p_both, p_privacy, p_as_of) AS x;
+        END IF;
+        e_src := e_src || h_src;
+        e_dst := e_dst || h_dst;
+        e_id := e_id || h_id;
+        e_weight := e_weight || h_weight;
+        e_hebb := e_hebb || h_hebb;
+        e_inhibitory := e_inhibitory || h_inhibitory;
+        e_relation := e_relation || h_relation;
+        e_reverse := e_reverse || h_reverse;
+        e_depth := e_depth || array_fill(hop, ARRAY[cardinality(h_src)]);
+        EXIT WHEN hop >= p_depth;
+        -- Only excitatory edges are walked through; a node already expanded
+        -- (or queued) is not expanded again.
+        SELECT coalesce(array_agg(d.id), '{}') INTO frontier
+        FROM (SELECT u.id FROM unnest(h_dst, h_inhibitory) AS u(id, inhibitory)
+              WHERE NOT u.inhibitory
+              EXCEPT
+              SELECT w.id FROM unnest(walked) AS w(id)) AS d;
+        EXIT WHEN cardinality(frontier) = 0;
+        walked := walked || frontier;
+    END LOOP;
+
+    RETURN QUERY
+    WITH reached AS MATERIALIZED (
+        SELECT r.id, min(r.depth) AS depth
+        FROM (SELECT s.id, 0 AS depth FROM unnest(seeds) AS s(id)
+              UNION ALL
+              SELECT u.id, u.depth FROM unnest(e_dst, e_depth) AS u(id, depth)) AS r
+        GROUP BY r.id
+    )
+    SELECT e_src, e_dst, e_id, e_weight, e_hebb, e_inhibitory, e_relation, e_reverse, e_depth,
+           v.*, a.*, g_current, g_known, g_live
+    FROM (SELECT array_agg(n.id), array_agg(m.depth), array_agg(n.layer),
+                 array_agg(n.node_type), array_agg(n.label), array_agg(n.tier),
+                 array_agg(n.importance), array_agg(n.decay_rate),
+                 array_agg(extract(epoch FROM moment - n.recorded_at)::float8),
+                 array_agg(emb.similarity)
+          -- In id order: the probes below then walk their indexes, and the
+          -- heap, in order.
+          FROM (SELECT r.id, r.depth FROM reached r ORDER BY r.id) AS m
+          -- One index probe per reached node (OFFSET 0 keeps it a probe): once
+          -- the planner knew how many nodes were reached it chose to hash the
+          -- whole namespace's nodes instead, 5x slower at 3k of 100k.
+          CROSS JOIN LATERAL (
+              SELECT n.id, n.layer, n.node_type, n.label, n.tier, n.importance, n.decay_rate,
+                     n.recorded_at
+              FROM memstore.nodes n
+              WHERE n.namespace_id = p_ns AND n.id = m.id
+              OFFSET 0) AS n
+          -- Without a query vector there is no similarity: no vector is read.
+          LEFT JOIN LATERAL (
+              SELECT (1 - (e.embedding <=> p_vector))::float8 AS similarity
+              FROM memstore.embeddings e
+              WHERE p_vector IS NOT NULL
+                AND e.namespace_id = p_ns AND e.node_id = m.id AND e.model = p_model
+              OFFSET 0) AS emb ON true
+         ) AS v,
+         (SELECT array_agg(st.node_id), array_agg(extract(epoch FROM moment - t.at)::float8)
+          FROM memstore.node_state st
+          CROSS JOIN LATERAL unnest(st.access_ring) AS t(at)
+          WHERE st.namespace_id = p_ns AND st.node_id IN (SELECT r.id FROM reached r)
+            AND t.at <= moment) AS a;
+END;
+$$;
+
+-- The pull as revision 0013 called it (no seed report), kept for code of that
+-- revision while a deploy replaces it.
+CREATE OR REPLACE FUNCTION memstore.neighbourhood(
+    p_ns bigint, p_seeds bigint[], p_depth int, p_fanout int, p_both boolean,
+    p_privacy int, p_as_of timestamptz, p_vector vector, p_model text
+) RETURNS TABLE (
+    edge_src bigint[], edge_dst bigint[], edge_id bigint[], edge_weight real[],
+    edge_hebb real[], edge_inhibitory boolean[], edge_relation text[], edge_reverse boolean[],
+    edge_depth int[],
+    node_id bigint[], node_depth int[], node_layer smallint[], node_type text[],
+    node_label text[], node_tier text[], node_importance real[], node_decay_rate real[],
+    node_age float8[], node_similarity float8[],
+    access_node bigint[], access_age float8[]
+)
+LANGUAGE sql STABLE AS $$
+    SELECT n.edge_src, n.edge_dst, n.edge_id, n.edge_weight, n.edge_hebb, n.edge_inhibitory,
+           n.edge_relation, n.edge_reverse, n.edge_depth, n.node_id, n.node_depth,
+           n.node_layer, n.node_type, n.node_label, n.node_tier, n.node_importance,
+           n.node_decay_rate, n.node_age, n.node_similarity, n.access_node, n.access_age
+    FROM memstore.neighbourhood_v2(p_ns, p_seeds, '{}', p_depth, p_fanout, p_both, p_privacy,
+                                   p_as_of, p_vector, p_model) AS n
+$$;
+
+-- Working memory's node rows, with each node's status (memstore/graph/rows.py
+-- reads the same columns). A PL/pgSQL function for its cached plan: composed
+-- and planned per call, the statement cost more than the round trip.
+CREATE OR REPLACE FUNCTION memstore.node_rows(p_ns bigint, p_ids bigint[])
+RETURNS TABLE (
+    id bigint, kind text, node_type text, tier text, layer smallint, label text,
+    content text, data jsonb, importance real, confidence real, decay_rate real,
+    privacy smallint, protected boolean, subject text, scope text, source text,
+    actor text, run_id text, observed_at timestamptz, valid_from timestamptz,
+    valid_to timestamptz, recorded_at timestamptz,
+    superseded_by bigint, tombstoned boolean, redacted boolean
+)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data,
+           n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject,
+           n.scope, n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to,
+           n.recorded_at,
+           (SELECT s.new_id FROM memstore.supersessions s
+            WHERE s.namespace_id = p_ns AND s.old_id = n.id),
+           (SELECT t.id FROM memstore.tombstones t
+            WHERE t.namespace_id = p_ns AND t.node_id = n.id) IS NOT NULL,
+           (SELECT r.id FROM memstore.redactions r
+            WHERE r.namespace_id = p_ns AND r.node_id = n.id) IS NOT NULL
+    FROM memstore.nodes n
+    WHERE n.namespace_id = p_ns AND n.id = ANY (p_ids);
+END;
+$$;
+"""
+
+
+def upgrade() -> None:
+    op.execute(NEIGHBOURHOOD_SQL)
+
+
+def downgrade() -> None:
+    # neighbourhood() as revision 0013 froze it and the helpers (own_versions,
+    # live_end, heaviest_edges) as 0007 did (0008-0013 did not touch them);
+    # then the new functions go.
+    scripts = ScriptDirectory.from_config(context.config)
+    for earlier in ("0007", "0013"):
+        previous = scripts.get_revision(earlier)
+        assert previous is not None
+        op.execute(previous.module.NEIGHBOURHOOD_SQL)
+    op.execute(f"DROP FUNCTION {NODE_ROWS}")
+    op.execute(f"DROP FUNCTION {NEIGHBOURHOOD_V2}")
