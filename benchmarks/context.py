@@ -865,6 +865,10 @@ def label_of(text: str, params: Any) -> str:
         return "recall: the hybrid recall statement"
     if "memstore.neighbourhood" in flat:  # neighbourhood(…) or neighbourhood_v2(…)
         return "activation: neighbourhood pull"
+    if "'scratchpad' AS section" in flat:
+        return "tiers: pins, confident lessons and recent turns (one statement)"
+    if "memstore.node_rows(" in flat:
+        return "activation: fetch working-memory nodes"
     if "memstore.redactions WHERE namespace_id" in flat and "count(*)" in flat:
         return "redactions count"
     if "avg(length(" in flat or ("count(*)" in flat and "FROM memstore.embeddings" in flat):
