@@ -24,6 +24,7 @@ from memstore.db.transaction import (
     namespace_transaction,
     read_in_one_round_trip,
     transaction,
+    write_in_one_round_trip,
 )
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
@@ -32,11 +33,13 @@ from memstore.errors import (
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
-from memstore.graph.nodes import copy_nodes
+from memstore.graph.nodes import QUERIES as NODE_QUERIES
+from memstore.graph.nodes import copy_nodes, remember_params
 from memstore.graph.rows import (
     NamespaceStats,
     fetch_nodes,
     namespace_stats,
+    to_node,
 )
 from memstore.inputs import validated
 from memstore.law.consolidate import Distiller
@@ -82,6 +85,7 @@ M = TypeVar("M", bound=BaseModel)
 NAME_MAX_BYTES = 2048
 STATS_TTL = 60.0  # seconds
 ANALYZE_AFTER = 1000  # rows loaded by one remember_many
+REMEMBER_NODE = NODE_QUERIES["remember_node"]
 
 
 def check_namespace_name(name: object) -> str:
@@ -346,6 +350,14 @@ class Namespace:
         item = validated(MemoryInput, content=content, **fields)
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
         vector = self.vectors([item], [text])  # outside the transaction: keep it short
+        # One round trip: BEGIN, the namespace scope, the one statement that
+        # writes node and vector (memstore/graph/remember.sql), COMMIT.
+        params = remember_params(self.id, item, text, self.embedder.name, vector[0])
+        rows = write_in_one_round_trip(self._engine, self.id, REMEMBER_NODE, params)
+        if rows:
+            return to_node(rows[0], self.name)
+        # A concurrent writer stored the same memory after the statement's
+        # snapshot: a new transaction sees its node.
         with self.transaction() as tx:
             return tx.remember_item(item, vector=vector)
 

@@ -1,4 +1,4 @@
-"""Writing nodes: one at a time (idempotent INSERT … ON CONFLICT) or in bulk (binary COPY)."""
+"""Writing nodes: one at a time (one idempotent statement) or in bulk (binary COPY)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
-from memstore.db.schema import nodes
 from memstore.embedding.base import Vectors
 from memstore.graph.content import content_hash, source_hash
 from memstore.models import MemoryInput
@@ -27,12 +26,14 @@ COPY_TYPES = (
     "int2", "bool", "text", "text", "text", "text", "text", "timestamptz", "timestamptz",
     "timestamptz",
 )  # fmt: skip
-IDEMPOTENCY_KEY = ["namespace_id", "kind", "node_type", "content_hash"]
 # The staging row of copy_nodes: content_hash, then the input columns.
 STAGING_TYPES = ["bytea", *COPY_TYPES]
 CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
 DATA_AT = 1 + INPUT_COLUMNS.index("data")
-QUERIES = named_queries(files("memstore.graph").joinpath("ingest.sql").read_text())
+QUERIES = {
+    **named_queries(files("memstore.graph").joinpath("ingest.sql").read_text()),
+    **named_queries(files("memstore.graph").joinpath("remember.sql").read_text()),
+}
 
 
 def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
@@ -43,35 +44,45 @@ def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
     return values
 
 
-def insert_node(
-    conn: Connection, namespace_id: int, item: MemoryInput, content: str
-) -> tuple[int, Mapping[Any, Any] | None]:
-    """Insert one node, or find the identical one already stored.
+def remember_params(
+    namespace_id: int,
+    item: MemoryInput,
+    content: str,
+    model: str,
+    vector: Vectors | None,
+) -> dict[str, Any]:
+    """The parameters of ``remember_node`` (``remember.sql``) for ``item``.
 
-    Returns the id and, when this call created the node, its row (so the
-    caller need not read it back).
+    ``vector`` (a float32 row, sent in binary) is written with the node when
+    the statement creates it; None writes the node alone.
     """
-    key = content_hash(content, item.dedupe_key)
-    statement = (
-        pg_insert(nodes)
-        .values(namespace_id=namespace_id, content_hash=key, **row_values(item, content))
-        .on_conflict_do_nothing(index_elements=IDEMPOTENCY_KEY)
-        .returning(*nodes.c)
-    )
-    created = conn.execute(statement).mappings().first()
-    if created is not None:
-        return int(created["id"]), created
-    # A concurrent writer may have inserted it: ON CONFLICT waited for that
-    # transaction, and this statement's fresh snapshot sees its row.
-    existing = conn.execute(
-        sa.select(nodes.c.id).where(
-            nodes.c.namespace_id == namespace_id,
-            nodes.c.kind == item.kind,
-            nodes.c.node_type == item.node_type,
-            nodes.c.content_hash == key,
-        )
-    ).scalar_one()
-    return int(existing), None
+    values = row_values(item, content)
+    values["data"] = Jsonb(values["data"])
+    return {
+        **values,
+        "ns": namespace_id,
+        "content_hash": content_hash(content, item.dedupe_key),
+        "model": model,
+        "dims": None if vector is None else int(vector.shape[-1]),
+        "embedding": None if vector is None else vector.reshape(-1),
+        "source_hash": source_hash(content),
+    }
+
+
+def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Insert one node (and its vector), or find the identical one already stored.
+
+    Runs ``remember_node`` on the psycopg connection ``raw``; the row holds
+    the node's columns, its status and ``created``. One statement, unless a
+    concurrent writer stored the same key after its snapshot was taken: then
+    ON CONFLICT waited for that writer to commit and the statement found
+    nothing, and running it again (a fresh snapshot) returns that node.
+    """
+    with raw.cursor(row_factory=dict_row) as cursor:
+        while True:
+            row: dict[str, Any] | None = cursor.execute(QUERIES["remember_node"], params).fetchone()
+            if row is not None:
+                return row
 
 
 def copy_nodes(

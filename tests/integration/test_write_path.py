@@ -335,3 +335,40 @@ def test_a_namespace_transaction_writes_everything_or_nothing(ns, database_url):
         b = tx.remember("Maya is allergic to peanuts")
         edge = tx.link(a.id, b.id, relation="constrained_by")
     assert ns.get(b.id).status == "current" and edge.dst == b.id
+
+
+def test_remember_again_returns_the_stored_node_with_its_status(ns):
+    first = ns.remember("Gone by Friday")
+    ns.forget(first.id, reason="test")
+    again = ns.remember("Gone  by Friday")
+    assert (again.id, again.status) == (first.id, NodeStatus.TOMBSTONED)
+    assert again == ns.get(first.id)
+
+
+def test_remember_waits_for_a_concurrent_writer_and_returns_its_node(ns):
+    # The writer's uncommitted node holds the key: remember's INSERT … ON
+    # CONFLICT waits for it, finds nothing in its own snapshot, and looks again.
+    found: list[int] = []
+    with ns.transaction() as tx:
+        held = tx.remember("Written by two at once")
+        reader = threading.Thread(target=lambda: found.append(ns.remember(held.content).id))
+        reader.start()
+        reader.join(timeout=0.5)
+        assert reader.is_alive()  # blocked on the writer's key
+    reader.join(timeout=10)
+    assert found == [held.id]
+    assert ns.embedding_status().nodes == 1
+
+
+def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url):
+    from memstore.db.transaction import write_in_one_round_trip
+    from memstore.graph.nodes import QUERIES, remember_params
+    from memstore.models import MemoryInput
+
+    before = row_counts(database_url)
+    params = remember_params(ns.id, MemoryInput(content="x"), "x", ns.embedder.name, None)
+    params["kind"] = "dream"  # past validation: the schema's check refuses it
+    with pytest.raises(MemstoreError, match="kind_known"):
+        write_in_one_round_trip(ns._engine, ns.id, QUERIES["remember_node"], params)
+    assert row_counts(database_url) == before
+    assert ns.remember("the pooled connection is usable again").status is NodeStatus.CURRENT
