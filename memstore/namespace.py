@@ -32,7 +32,6 @@ from memstore.errors import (
     InvalidInputError,
 )
 from memstore.graph import lineage as lineage_sql
-from memstore.graph.batches import batched, prefetched
 from memstore.graph.content import checked_content
 from memstore.graph.nodes import QUERIES as NODE_QUERIES
 from memstore.graph.nodes import copy_nodes, may_copy_directly, remember_params
@@ -371,13 +370,11 @@ class Namespace:
     ) -> list[int]:
         """Bulk ingest by binary COPY; returns node ids in input order.
 
-        The whole call is one transaction: it stores all items or none, and an
-        invalid item (the first in input order) raises its error with nothing
-        stored. Items are validated and embedded ``batch_size`` at a time, by a
-        worker thread that prepares the next batch while the database writes
-        the current one. If the embedder's HNSW index does not exist yet it is
-        built once, after the load, which is far cheaper than inserting into a
-        live index.
+        Every item is validated before anything is written, and the whole call
+        is one transaction: it stores all items or none. Embeddings are
+        computed ``batch_size`` at a time. If the embedder's HNSW index does
+        not exist yet it is built once, after the load, which is far cheaper
+        than inserting into a live index.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(
@@ -387,14 +384,26 @@ class Namespace:
             raise InvalidInputError(
                 "items must be an iterable of texts, mappings or MemoryInputs", field="items"
             )
+        parsed = [self._as_input(i, item) for i, item in enumerate(items)]
+        limit = self.settings.max_content_bytes
+        texts = [
+            checked_content(p.content, limit=limit, field=f"items[{i}].content")
+            for i, p in enumerate(parsed)
+        ]
         build_index_after = False
         ids: list[int] = []
         with self.connection() as conn:
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
+            # The owner COPYs straight into the tables; a confined role cannot.
             direct = may_copy_directly(conn)
-            for batch, texts, vectors in prefetched(self._batches(items, batch_size)):
+            for start in range(0, len(parsed), batch_size):
+                batch, batch_texts = (
+                    parsed[start : start + batch_size],
+                    texts[start : start + batch_size],
+                )
+                vectors = self.vectors(batch, batch_texts)
                 ids += copy_nodes(
-                    conn, self.id, batch, texts, self.embedder.name, vectors, direct=direct
+                    conn, self.id, batch, batch_texts, self.embedder.name, vectors, direct=direct
                 )
                 if progress is not None:
                     progress(len(batch))
@@ -406,25 +415,6 @@ class Namespace:
         if build_index_after and ids:
             cache.ensure_index(self._engine, self.embedder.name, self.embedder.dims)
         return ids
-
-    def _batches(
-        self, items: Iterable[object], batch_size: int
-    ) -> Iterator[tuple[list[MemoryInput], list[str], np.ndarray[Any, Any]]]:
-        """Validated items of ``remember_many``, their checked texts and vectors, batch by batch.
-
-        Each batch is validated whole (its items' fields first, then their
-        content) before it is embedded; an invalid item raises.
-        """
-        limit = self.settings.max_content_bytes
-        position = 0
-        for chunk in batched(items, batch_size):
-            parsed = [self._as_input(position + i, item) for i, item in enumerate(chunk)]
-            texts = [
-                checked_content(p.content, limit=limit, field=f"items[{position + i}].content")
-                for i, p in enumerate(parsed)
-            ]
-            yield parsed, texts, self.vectors(parsed, texts)
-            position += len(chunk)
 
     def link(self, src: int, dst: int, **fields: Any) -> Edge:
         """Add an edge ``src → dst`` (relation, weight, inhibitory, confidence, layer, provenance).

@@ -375,8 +375,7 @@ def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url):
 
 
 def test_an_invalid_item_in_a_late_batch_changes_nothing(ns, database_url):
-    # Batches are written while later ones are still being validated: the
-    # one transaction takes the written ones back.
+    # Every item is validated before the first batch is written.
     before = row_counts(database_url)
     items: list[object] = [f"early memory {i}" for i in range(25)]
     items[22] = {"content": "late and bad", "privacy": 9}
@@ -386,17 +385,3 @@ def test_an_invalid_item_in_a_late_batch_changes_nothing(ns, database_url):
     with pytest.raises(InvalidInputError, match=r"items\[22\].content is empty"):
         ns.remember_many(iter(items), batch_size=5)
     assert row_counts(database_url) == before
-
-
-def test_remember_many_reads_items_lazily_and_in_batches(ns):
-    seen: list[int] = []
-
-    def items():
-        for i in range(7):
-            seen.append(i)
-            yield f"lazy memory {i}"
-
-    done: list[int] = []
-    ids = ns.remember_many(items(), batch_size=3, progress=done.append)
-    assert done == [3, 3, 1] and seen == list(range(7))
-    assert [ns.get(i).content for i in ids] == [f"lazy memory {i}" for i in range(7)]
