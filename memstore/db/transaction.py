@@ -175,14 +175,25 @@ def write_in_one_round_trip(
         raw = conn.connection.driver_connection
         assert raw is not None
         raw.autocommit = True  # the pipeline carries its own BEGIN and COMMIT
+        refused: psycopg.Error | None = None
         try:
             with raw.cursor(row_factory=dict_row) as cursor:
-                with raw.pipeline():
-                    raw.execute("BEGIN")
-                    for statement in scope:
-                        raw.execute(statement)
-                    cursor.execute(query, params)
-                    raw.execute("COMMIT")
+                try:
+                    with raw.pipeline():
+                        try:
+                            raw.execute("BEGIN")
+                            for statement in scope:
+                                raw.execute(statement)
+                            cursor.execute(query, params)
+                            raw.execute("COMMIT")
+                        except psycopg.Error as exc:
+                            # Kept for below: leaving the block with it would make
+                            # the pipeline log its own "aborted" error on the way out.
+                            refused = exc
+                except psycopg.Error as exc:
+                    refused = refused or exc
+                if refused is not None:
+                    raise refused
                 rows: list[dict[str, Any]] = cursor.fetchall()
                 return rows
         except psycopg.Error as exc:
