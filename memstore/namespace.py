@@ -726,12 +726,35 @@ class Namespace:
         dims = self.embedder.dims
         given = [i for i, item in enumerate(items) if item.embedding is not None]
         out = np.empty((len(items), dims), dtype=np.float32)
-        for i in given:
-            out[i] = cache.check_vector(items[i].embedding, dims)
+        if given and not self._given_vectors_at_once(items, given, out):
+            for i in given:  # one by one: the first bad vector raises its own error
+                out[i] = cache.check_vector(items[i].embedding, dims)
         todo = [i for i in range(len(items)) if items[i].embedding is None]
         if todo:
             out[todo] = self.embedder.embed([texts[i] for i in todo])
         return out
+
+    def _given_vectors_at_once(
+        self, items: list[MemoryInput], given: list[int], out: np.ndarray[Any, Any]
+    ) -> bool:
+        """Check and store the given vectors as one array, if every one passes.
+
+        The checks of :func:`~memstore.embedding.cache.check_vector`, done for
+        a whole batch at once (a bulk load of given vectors spent most of its
+        vector time checking them one by one); False when any vector would fail
+        them, so the caller checks one by one and raises the exact error.
+        """
+        try:
+            block = np.asarray([items[i].embedding for i in given], dtype=np.float32)
+        except (TypeError, ValueError):
+            return False
+        dims = self.embedder.dims
+        if block.shape != (len(given), dims):
+            return False
+        if not (np.isfinite(block).all() and block.any(axis=1).all()):
+            return False
+        out[given] = block
+        return True
 
 
 __all__ = ["Namespace"]

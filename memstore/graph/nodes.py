@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,9 @@ COPY_TYPES = (
 STAGING_TYPES = ["bytea", *COPY_TYPES]
 # The owner's direct row: id and namespace first.
 DIRECT_TYPES = ["int8", "int8", *STAGING_TYPES]
+# The input columns of a MemoryInput as a tuple, read in C: a bulk load reads
+# twenty attributes of every item.
+input_values = attrgetter(*INPUT_COLUMNS)
 CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
 DATA_AT = 1 + INPUT_COLUMNS.index("data")
 QUERIES = {
@@ -133,7 +137,7 @@ def copy_nodes(
         copy.set_types(STAGING_TYPES)
         for key, ordinal in first.items():
             item = items[ordinal]
-            row: list[Any] = [key[2], *[getattr(item, name) for name in INPUT_COLUMNS]]
+            row: list[Any] = [key[2], *input_values(item)]
             row[CONTENT_AT] = contents[ordinal]
             if row[DATA_AT] is None:
                 row[DATA_AT] = {}
@@ -246,7 +250,7 @@ def _copy_directly(
                     ids_by_key[key],
                     namespace_id,
                     key[2],
-                    *[getattr(item, name) for name in INPUT_COLUMNS],
+                    *input_values(item),
                 ]
                 row[2 + CONTENT_AT] = contents[ordinal]
                 if row[2 + DATA_AT] is None:

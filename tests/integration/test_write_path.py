@@ -386,3 +386,27 @@ def test_an_invalid_item_in_a_late_batch_changes_nothing(ns, database_url):
     with pytest.raises(InvalidInputError, match=r"items\[22\].content is empty"):
         ns.remember_many(iter(items), batch_size=5)
     assert row_counts(database_url) == before
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (np.full(384, np.nan), InvalidInputError, "NaN"),
+        (np.zeros(384), InvalidInputError, "all zeros"),
+        (np.ones(3), DimensionMismatchError, "3 dimensions"),
+        (np.ones((1, 384)), DimensionMismatchError, "dimensions"),
+        ("not a vector", InvalidInputError, "not a vector"),
+    ],
+)
+def test_one_bad_given_vector_in_a_batch_raises_its_own_error(
+    ns, database_url, bad, error, message
+):
+    # The batch's given vectors are checked at once; any failure falls back
+    # to checking one by one, so the error is the one remember() raises.
+    vectors = np.random.default_rng(3).normal(size=(6, 384)).astype(np.float32)
+    items = [{"content": f"vector {i}", "embedding": v} for i, v in enumerate(vectors)]
+    items[4]["embedding"] = bad
+    before = row_counts(database_url)
+    with pytest.raises(error, match=message):
+        ns.remember_many(items)
+    assert row_counts(database_url) == before
