@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
 from memstore.embedding.base import Vectors
+from memstore.errors import DatabaseError
 from memstore.graph.content import content_hash, source_hash
 from memstore.models import MemoryInput
 
@@ -37,6 +38,9 @@ DIRECT_TYPES = ["int8", "int8", *STAGING_TYPES]
 # twenty attributes of every item.
 input_values = attrgetter(*INPUT_COLUMNS)
 CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
+# remember_node runs again when a concurrent writer took its key; more
+# attempts than that mean the stored node is invisible to this transaction.
+REMEMBER_ATTEMPTS = 3
 DATA_AT = 1 + INPUT_COLUMNS.index("data")
 QUERIES = {
     **named_queries(files("memstore.graph").joinpath("ingest.sql").read_text()),
@@ -87,10 +91,16 @@ def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     nothing, and running it again (a fresh snapshot) returns that node.
     """
     with raw.cursor(row_factory=dict_row) as cursor:
-        while True:
+        for _ in range(REMEMBER_ATTEMPTS):
             row: dict[str, Any] | None = cursor.execute(QUERIES["remember_node"], params).fetchone()
             if row is not None:
                 return row
+    # The key is taken by a node this transaction cannot see: not a race
+    # that another attempt settles (e.g. a privacy ceiling below the node's).
+    raise DatabaseError(
+        "the same memory is stored, but this transaction cannot read it"
+        " (is its privacy above the transaction's ceiling?)"
+    )
 
 
 def copy_nodes(
