@@ -645,6 +645,9 @@ def run_phases(
     out["footprint"] = footprint(raw, size)
     if args.bulk_only:
         return out
+    if args.single_only:
+        out["single_insert"] = single_phase(size, args, store, raw, clusters)
+        return out
 
     # 3. search ---------------------------------------------------------------------------
     out["search"] = search_phase(size, args, store, ns, raw, vectors, kinds, queries, node_index)
@@ -1084,6 +1087,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="measure the bulk import (and footprint) only: for A/B runs of the load path",
     )
     p.add_argument(
+        "--single-only",
+        action="store_true",
+        help="measure the bulk import, then single remember() vs INSERT only (for A/B runs)",
+    )
+    p.add_argument(
         "--keep-databases",
         action="store_true",
         help="keep memstore_bench_<size> databases (external server only)",
@@ -1112,7 +1120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for size in args.size_list:
             r = run_size(size, args, maintenance_url, clusters, queries)
             results.append(r)
-            if args.bulk_only:
+            if args.bulk_only or args.single_only:
                 b = r["ingest_bulk"]
                 print(
                     f"bulk {size:,}: memstore {b['memstore_s']:.2f}s"
@@ -1121,12 +1129,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f" + index {b['raw_index_s']:.2f})  ratio {b['ratio']:.2f}x",
                     flush=True,
                 )
-            else:
+            if args.single_only:
+                m, w = r["single_insert"]["memstore"], r["single_insert"]["raw"]
+                print(
+                    f"single {size:,}: memstore p50 {m['p50_ms']:.2f} p95 {m['p95_ms']:.2f} ms"
+                    f"  raw p50 {w['p50_ms']:.2f} p95 {w['p95_ms']:.2f} ms"
+                    f"  ratio p50 {r['single_insert']['p50_ratio']:.2f}x"
+                    f" p95 {r['single_insert']['p95_ratio']:.2f}x",
+                    flush=True,
+                )
+            if not (args.bulk_only or args.single_only):
                 r["goals"] = judge(r)
                 print_table(r)
             output.write_text(json.dumps(report, indent=2, default=float) + "\n")
             log(f"results written to {output}")
-    if len(results) > 1 and not args.bulk_only:
+    if len(results) > 1 and not (args.bulk_only or args.single_only):
         plot(results, Path(args.plot) if args.plot else output.with_suffix(".png"))
     return 0
 

@@ -24,6 +24,7 @@ from memstore.db.transaction import (
     namespace_transaction,
     read_in_one_round_trip,
     transaction,
+    write_in_one_round_trip,
 )
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
@@ -32,11 +33,13 @@ from memstore.errors import (
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
-from memstore.graph.nodes import copy_nodes
+from memstore.graph.nodes import QUERIES as NODE_QUERIES
+from memstore.graph.nodes import copy_nodes, may_copy_directly, remember_params
 from memstore.graph.rows import (
     NamespaceStats,
     fetch_nodes,
     namespace_stats,
+    to_node,
 )
 from memstore.inputs import validated
 from memstore.law.consolidate import Distiller
@@ -83,6 +86,7 @@ M = TypeVar("M", bound=BaseModel)
 NAME_MAX_BYTES = 2048
 STATS_TTL = 60.0  # seconds
 ANALYZE_AFTER = 1000  # rows loaded by one remember_many
+REMEMBER_NODE = NODE_QUERIES["remember_node"]
 
 
 def check_namespace_name(name: object) -> str:
@@ -347,6 +351,14 @@ class Namespace:
         item = validated(MemoryInput, content=content, **fields)
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
         vector = self.vectors([item], [text])  # outside the transaction: keep it short
+        # One round trip: BEGIN, the namespace scope, the one statement that
+        # writes node and vector (memstore/graph/remember.sql), COMMIT.
+        params = remember_params(self.id, item, text, self.embedder.name, vector[0])
+        rows = write_in_one_round_trip(self._engine, self.id, REMEMBER_NODE, params)
+        if rows:
+            return to_node(rows[0], self.name)
+        # A concurrent writer stored the same memory after the statement's
+        # snapshot: a new transaction sees its node.
         with self.transaction() as tx:
             return tx.remember_item(item, vector=vector)
 
@@ -383,13 +395,17 @@ class Namespace:
         ids: list[int] = []
         with self.connection() as conn:
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
+            # The owner COPYs straight into the tables; a confined role cannot.
+            direct = may_copy_directly(conn)
             for start in range(0, len(parsed), batch_size):
                 batch, batch_texts = (
                     parsed[start : start + batch_size],
                     texts[start : start + batch_size],
                 )
                 vectors = self.vectors(batch, batch_texts)
-                ids += copy_nodes(conn, self.id, batch, batch_texts, self.embedder.name, vectors)
+                ids += copy_nodes(
+                    conn, self.id, batch, batch_texts, self.embedder.name, vectors, direct=direct
+                )
                 if progress is not None:
                     progress(len(batch))
         if len(ids) >= ANALYZE_AFTER:
@@ -729,12 +745,35 @@ class Namespace:
         dims = self.embedder.dims
         given = [i for i, item in enumerate(items) if item.embedding is not None]
         out = np.empty((len(items), dims), dtype=np.float32)
-        for i in given:
-            out[i] = cache.check_vector(items[i].embedding, dims)
+        if given and not self._given_vectors_at_once(items, given, out):
+            for i in given:  # one by one: the first bad vector raises its own error
+                out[i] = cache.check_vector(items[i].embedding, dims)
         todo = [i for i in range(len(items)) if items[i].embedding is None]
         if todo:
             out[todo] = self.embedder.embed([texts[i] for i in todo])
         return out
+
+    def _given_vectors_at_once(
+        self, items: list[MemoryInput], given: list[int], out: np.ndarray[Any, Any]
+    ) -> bool:
+        """Check and store the given vectors as one array, if every one passes.
+
+        The checks of :func:`~memstore.embedding.cache.check_vector`, done for
+        a whole batch at once (a bulk load of given vectors spent most of its
+        vector time checking them one by one); False when any vector would fail
+        them, so the caller checks one by one and raises the exact error.
+        """
+        try:
+            block = np.asarray([items[i].embedding for i in given], dtype=np.float32)
+        except (TypeError, ValueError):
+            return False
+        dims = self.embedder.dims
+        if block.shape != (len(given), dims):
+            return False
+        if not (np.isfinite(block).all() and block.any(axis=1).all()):
+            return False
+        out[given] = block
+        return True
 
 
 __all__ = ["Namespace"]

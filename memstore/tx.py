@@ -33,8 +33,8 @@ from memstore.errors import (
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content
 from memstore.graph.edges import insert_edge
-from memstore.graph.nodes import insert_node
-from memstore.graph.rows import fetch_edges, fetch_nodes, new_node
+from memstore.graph.nodes import remember_node, remember_params
+from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
 from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
 from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
 
@@ -78,14 +78,25 @@ class NamespaceTransaction:
     ) -> tuple[Node, bool]:
         """Like :meth:`remember_item`, and whether this call created the node."""
         text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
-        node_id, created = insert_node(self.conn, self.id, item, text)
-        if created is None:  # an existing node keeps the vector of its own text
-            return self.node(node_id), False
-        if vector is None:
-            vector = self.namespace.vectors([item], [text])
+        row = self._remember(item, text, vector)
+        return to_node(row, self.name), bool(row["created"])
+
+    def _remember(
+        self, item: MemoryInput, text: str, vector: np.ndarray[Any, Any] | None
+    ) -> dict[str, Any]:
+        """The node row of ``item`` (created, or the identical one stored) and its vector.
+
+        With ``vector`` given, node and vector are one statement; without, the
+        embedder runs only when the node is new. An existing node keeps the
+        vector of its own text.
+        """
         embedder = self.namespace.embedder
-        cache.upsert_vectors(self.conn, self.id, embedder.name, [node_id], [text], vector)
-        return new_node(created, self.name), True
+        raw = self.conn.connection.driver_connection
+        row = remember_node(raw, remember_params(self.id, item, text, embedder.name, vector))
+        if row["created"] and vector is None:
+            vector = self.namespace.vectors([item], [text])
+            cache.upsert_vectors(self.conn, self.id, embedder.name, [row["id"]], [text], vector)
+        return row
 
     def link(self, src: int, dst: int, **fields: Any) -> Edge:
         """See :meth:`memstore.namespace.Namespace.link`."""
@@ -122,15 +133,11 @@ class NamespaceTransaction:
         carried.update(changes, content=content)
         item = validated(MemoryInput, **carried)
         text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
-        new_id, created = insert_node(self.conn, self.id, item, text)
+        new_id = self._remember(item, text, None)["id"]
         if new_id == old.id:
             raise InvalidInputError(
                 f"the revision of node {old.id} is identical to it", field="content"
             )
-        if created is not None:
-            vector = self.namespace.vectors([item], [text])
-            embedder = self.namespace.embedder
-            cache.upsert_vectors(self.conn, self.id, embedder.name, [new_id], [text], vector)
         lineage_sql.supersede(
             self.conn,
             self.id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg import sql
@@ -49,17 +49,20 @@ def scope_statement(namespace_id: int, privacy_ceiling: int) -> sql.Composed:
     >>> scope_statement(42, 3).as_string(None)
     "SET LOCAL memstore.namespace_id = '42'; SET LOCAL memstore.privacy_ceiling = '3'"
     """
+    return sql.SQL("; ").join(scope_statements(namespace_id, privacy_ceiling))
+
+
+def scope_statements(namespace_id: int, privacy_ceiling: int) -> list[sql.Composed]:
+    """The two ``SET LOCAL`` statements of :func:`scope_statement`, one by one."""
     for value, what in ((namespace_id, "namespace id"), (privacy_ceiling, "privacy ceiling")):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"the {what} must be an int, not {type(value).__name__}")
     if namespace_id < 1:
         raise ValueError(f"a namespace id is positive, not {namespace_id}")
-    return sql.SQL("SET LOCAL {} = {}; SET LOCAL {} = {}").format(
-        sql.SQL(NAMESPACE_SETTING),
-        sql.Literal(str(namespace_id)),
-        sql.SQL(CEILING_SETTING),
-        sql.Literal(str(privacy_ceiling)),
-    )
+    return [
+        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(str(value)))
+        for name, value in ((NAMESPACE_SETTING, namespace_id), (CEILING_SETTING, privacy_ceiling))
+    ]
 
 
 @contextmanager
@@ -146,6 +149,62 @@ def read_in_one_round_trip(
                 conn.invalidate()  # a dead connection must not go back to the pool
             elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 raw.execute("ROLLBACK")  # a failed statement leaves the block open
+            raise translate_db_error(exc) from exc
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+
+
+def write_in_one_round_trip(
+    engine: Engine,
+    namespace_id: int,
+    query: LiteralString,
+    params: Mapping[str, Any],
+    *,
+    privacy_ceiling: int | None = None,
+) -> list[dict[str, Any]]:
+    """One statement in its own namespace-scoped transaction, in one round trip.
+
+    The transaction of :func:`namespace_transaction` (the same literal
+    ``SET LOCAL`` statements first), but BEGIN, the settings, the statement
+    and COMMIT go out together in pipeline mode: one wait for the server
+    instead of five. Unlike :func:`read_in_one_round_trip` the statement keeps
+    the extended protocol, so its parameters may travel in binary (vectors as
+    numpy arrays, ``%(name)b``). Rows come back as dicts; errors leave as
+    :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
+    """
+    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
+    scope = scope_statements(namespace_id, ceiling)
+    with engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.autocommit = True  # the pipeline carries its own BEGIN and COMMIT
+        refused: psycopg.Error | None = None
+        try:
+            with raw.cursor(row_factory=dict_row) as cursor:
+                try:
+                    with raw.pipeline():
+                        try:
+                            raw.execute("BEGIN")
+                            for statement in scope:
+                                raw.execute(statement)
+                            cursor.execute(query, params)
+                            raw.execute("COMMIT")
+                        except psycopg.Error as exc:
+                            # Kept for below: leaving the block with it would make
+                            # the pipeline log its own "aborted" error on the way out.
+                            refused = exc
+                except psycopg.Error as exc:
+                    refused = refused or exc
+                if refused is not None:
+                    raise refused
+                rows: list[dict[str, Any]] = cursor.fetchall()
+                return rows
+        except psycopg.Error as exc:
+            if raw.closed or raw.broken:
+                conn.invalidate()  # a dead connection must not go back to the pool
+            elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                raw.execute("ROLLBACK")
             raise translate_db_error(exc) from exc
         finally:
             if not raw.closed:

@@ -81,3 +81,43 @@ JOIN memstore.nodes n
   ON n.namespace_id = %(ns)s AND n.id = v.node_id AND n.content = v.content
 ORDER BY n.id, v.ord
 ON CONFLICT (namespace_id, node_id, model) DO NOTHING
+
+-- The owner's path (copy_nodes with direct=True) -------------------------------
+-- A role that row-level security does not confine may COPY straight into the
+-- tables: no staging table, no INSERT … SELECT, and COPY's multi-row inserts.
+-- COPY has no ON CONFLICT, so each batch runs under a savepoint: a key that is
+-- already stored (or that a concurrent writer committed meanwhile: the unique
+-- index waits for it) fails the COPY, and the batch goes the staging way.
+
+-- may_copy --
+-- Whether this role may take the owner's path: not confined by row-level
+-- security (COPY FROM refuses a table under a policy) and allowed to draw
+-- node ids from the identity sequence itself.
+SELECT NOT (c.relrowsecurity
+            AND NOT (r.rolsuper OR r.rolbypassrls
+                     OR (pg_has_role(current_user, c.relowner, 'USAGE')
+                         AND NOT c.relforcerowsecurity)))
+       AND pg_get_serial_sequence('memstore.nodes', 'id') = 'memstore.nodes_id_seq'
+       AND has_sequence_privilege('memstore.nodes_id_seq', 'USAGE')
+       AND has_table_privilege('memstore.embeddings', 'INSERT')
+FROM pg_catalog.pg_roles r, pg_catalog.pg_class c
+WHERE r.rolname = current_user AND c.oid = 'memstore.nodes'::regclass
+
+-- next_node_ids --
+-- Ids for the batch's nodes, ascending: COPY writes the identity column
+-- itself (as INSERT … OVERRIDING SYSTEM VALUE would), so that COPY can insert
+-- many rows at a time. Ids of a batch that falls back stay unused, as the ids
+-- of any rolled-back insert do. The sequence is named as a literal (may_copy
+-- checks the name), so it is resolved once, not once per id.
+SELECT nextval('memstore.nodes_id_seq'::regclass) FROM generate_series(1, %(n)s)
+
+-- copy_nodes --
+COPY memstore.nodes (
+    id, namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
+    importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
+    run_id, observed_at, valid_from, valid_to
+) FROM STDIN (FORMAT BINARY)
+
+-- copy_vectors --
+COPY memstore.embeddings (namespace_id, node_id, model, dims, embedding, source_hash)
+FROM STDIN (FORMAT BINARY)

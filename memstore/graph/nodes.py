@@ -1,18 +1,21 @@
-"""Writing nodes: one at a time (idempotent INSERT … ON CONFLICT) or in bulk (binary COPY)."""
+"""Writing nodes: one at a time (one idempotent statement) or in bulk (binary COPY)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
+from operator import attrgetter
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
-from memstore.db.schema import nodes
 from memstore.embedding.base import Vectors
+from memstore.errors import DatabaseError
 from memstore.graph.content import content_hash, source_hash
 from memstore.models import MemoryInput
 
@@ -27,12 +30,22 @@ COPY_TYPES = (
     "int2", "bool", "text", "text", "text", "text", "text", "timestamptz", "timestamptz",
     "timestamptz",
 )  # fmt: skip
-IDEMPOTENCY_KEY = ["namespace_id", "kind", "node_type", "content_hash"]
 # The staging row of copy_nodes: content_hash, then the input columns.
 STAGING_TYPES = ["bytea", *COPY_TYPES]
+# The owner's direct row: id and namespace first.
+DIRECT_TYPES = ["int8", "int8", *STAGING_TYPES]
+# The input columns of a MemoryInput as a tuple, read in C: a bulk load reads
+# twenty attributes of every item.
+input_values = attrgetter(*INPUT_COLUMNS)
 CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
+# remember_node runs again when a concurrent writer took its key; more
+# attempts than that mean the stored node is invisible to this transaction.
+REMEMBER_ATTEMPTS = 3
 DATA_AT = 1 + INPUT_COLUMNS.index("data")
-QUERIES = named_queries(files("memstore.graph").joinpath("ingest.sql").read_text())
+QUERIES = {
+    **named_queries(files("memstore.graph").joinpath("ingest.sql").read_text()),
+    **named_queries(files("memstore.graph").joinpath("remember.sql").read_text()),
+}
 
 
 def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
@@ -43,35 +56,51 @@ def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
     return values
 
 
-def insert_node(
-    conn: Connection, namespace_id: int, item: MemoryInput, content: str
-) -> tuple[int, Mapping[Any, Any] | None]:
-    """Insert one node, or find the identical one already stored.
+def remember_params(
+    namespace_id: int,
+    item: MemoryInput,
+    content: str,
+    model: str,
+    vector: Vectors | None,
+) -> dict[str, Any]:
+    """The parameters of ``remember_node`` (``remember.sql``) for ``item``.
 
-    Returns the id and, when this call created the node, its row (so the
-    caller need not read it back).
+    ``vector`` (a float32 row, sent in binary) is written with the node when
+    the statement creates it; None writes the node alone.
     """
-    key = content_hash(content, item.dedupe_key)
-    statement = (
-        pg_insert(nodes)
-        .values(namespace_id=namespace_id, content_hash=key, **row_values(item, content))
-        .on_conflict_do_nothing(index_elements=IDEMPOTENCY_KEY)
-        .returning(*nodes.c)
+    values = row_values(item, content)
+    values["data"] = Jsonb(values["data"])
+    return {
+        **values,
+        "ns": namespace_id,
+        "content_hash": content_hash(content, item.dedupe_key),
+        "model": model,
+        "dims": None if vector is None else int(vector.shape[-1]),
+        "embedding": None if vector is None else vector.reshape(-1),
+        "source_hash": source_hash(content),
+    }
+
+
+def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Insert one node (and its vector), or find the identical one already stored.
+
+    Runs ``remember_node`` on the psycopg connection ``raw``; the row holds
+    the node's columns, its status and ``created``. One statement, unless a
+    concurrent writer stored the same key after its snapshot was taken: then
+    ON CONFLICT waited for that writer to commit and the statement found
+    nothing, and running it again (a fresh snapshot) returns that node.
+    """
+    with raw.cursor(row_factory=dict_row) as cursor:
+        for _ in range(REMEMBER_ATTEMPTS):
+            row: dict[str, Any] | None = cursor.execute(QUERIES["remember_node"], params).fetchone()
+            if row is not None:
+                return row
+    # The key is taken by a node this transaction cannot see: not a race
+    # that another attempt settles (e.g. a privacy ceiling below the node's).
+    raise DatabaseError(
+        "the same memory is stored, but this transaction cannot read it"
+        " (is its privacy above the transaction's ceiling?)"
     )
-    created = conn.execute(statement).mappings().first()
-    if created is not None:
-        return int(created["id"]), created
-    # A concurrent writer may have inserted it: ON CONFLICT waited for that
-    # transaction, and this statement's fresh snapshot sees its row.
-    existing = conn.execute(
-        sa.select(nodes.c.id).where(
-            nodes.c.namespace_id == namespace_id,
-            nodes.c.kind == item.kind,
-            nodes.c.node_type == item.node_type,
-            nodes.c.content_hash == key,
-        )
-    ).scalar_one()
-    return int(existing), None
 
 
 def copy_nodes(
@@ -81,6 +110,8 @@ def copy_nodes(
     contents: Sequence[str],
     model: str | None,
     vectors: Vectors | None,
+    *,
+    direct: bool = False,
 ) -> list[int]:
     """Bulk insert: binary COPY into a staging table, then one INSERT … ON CONFLICT.
 
@@ -89,6 +120,10 @@ def copy_nodes(
     written for the nodes this call created (the first item of each) and for
     stored nodes that have none for ``model`` yet and whose text is exactly
     the item's. The statements are in ``ingest.sql``.
+
+    ``direct`` (for a role :func:`may_copy_directly` allows): first try to
+    COPY the batch straight into the tables; a batch holding a key that is
+    already stored takes the staging path instead. Both write the same rows.
     """
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -102,13 +137,17 @@ def copy_nodes(
     first: dict[tuple[str, str, bytes], int] = {}
     for ordinal, key in enumerate(keys):
         first.setdefault(key, ordinal)
+    if direct:
+        ids = _copy_directly(raw, namespace_id, items, contents, model, vectors, keys, first)
+        if ids is not None:
+            return ids
     raw.execute(QUERIES["create_staging"])
     raw.execute(QUERIES["clear_staging"])
     with raw.cursor().copy(QUERIES["copy_staging"]) as copy:
         copy.set_types(STAGING_TYPES)
         for key, ordinal in first.items():
             item = items[ordinal]
-            row: list[Any] = [key[2], *[getattr(item, name) for name in INPUT_COLUMNS]]
+            row: list[Any] = [key[2], *input_values(item)]
             row[CONTENT_AT] = contents[ordinal]
             if row[DATA_AT] is None:
                 row[DATA_AT] = {}
@@ -177,3 +216,115 @@ def _write_vectors(
                 "source_hashes": [source_hash(contents[i]) for i in old],
             },
         )
+
+
+def may_copy_directly(conn: Connection) -> bool:
+    """Whether the connected role may COPY straight into nodes and embeddings.
+
+    The owner (and superusers) may; a role confined by row-level security
+    may not (COPY FROM refuses a table with a policy), nor one that may not
+    draw ids from the node id sequence.
+    """
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    row = raw.execute(QUERIES["may_copy"]).fetchone()
+    return bool(row and row[0])
+
+
+def _copy_directly(
+    raw: Any,
+    namespace_id: int,
+    items: Sequence[MemoryInput],
+    contents: Sequence[str],
+    model: str | None,
+    vectors: Vectors | None,
+    keys: Sequence[tuple[str, str, bytes]],
+    first: Mapping[tuple[str, str, bytes], int],
+) -> list[int] | None:
+    """The owner's path of :func:`copy_nodes`: ids, or None if a key was already stored.
+
+    Nodes get ids in key order, as the staging path's INSERT gives them, and
+    vectors go in id order: the rows (and so a later HNSW build) are the same.
+    """
+    ordered = sorted(first)
+    drawn = raw.execute(QUERIES["next_node_ids"], {"n": len(ordered)})
+    ids_by_key = {key: int(node_id) for key, (node_id,) in zip(ordered, drawn, strict=True)}
+    raw.execute("SAVEPOINT memstore_copy")
+    try:
+        with raw.cursor().copy(QUERIES["copy_nodes"]) as copy:
+            copy.set_types(DIRECT_TYPES)
+            for key in ordered:
+                ordinal = first[key]
+                item = items[ordinal]
+                row: list[Any] = [
+                    ids_by_key[key],
+                    namespace_id,
+                    key[2],
+                    *input_values(item),
+                ]
+                row[2 + CONTENT_AT] = contents[ordinal]
+                if row[2 + DATA_AT] is None:
+                    row[2 + DATA_AT] = {}
+                copy.write_row(row)
+    except psycopg.errors.UniqueViolation:
+        # Stored before, or by a concurrent writer that has now committed.
+        raw.execute("ROLLBACK TO SAVEPOINT memstore_copy")
+        raw.execute("RELEASE SAVEPOINT memstore_copy")
+        return None
+    raw.execute("RELEASE SAVEPOINT memstore_copy")
+    if vectors is not None and ordered:
+        ordinals = [first[key] for key in ordered]
+        with raw.cursor().copy(QUERIES["copy_vectors"]) as copy:
+            copy.write(
+                vector_copy_data(
+                    namespace_id,
+                    [ids_by_key[key] for key in ordered],
+                    model or "",
+                    vectors[ordinals],
+                    [source_hash(contents[i]) for i in ordinals],
+                )
+            )
+    return [ids_by_key[key] for key in keys]
+
+
+COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
+COPY_TRAILER = b"\xff\xff"
+
+
+def vector_copy_data(
+    namespace_id: int,
+    node_ids: Sequence[int],
+    model: str,
+    vectors: Vectors,
+    source_hashes: Sequence[bytes],
+) -> bytes:
+    """A whole binary COPY stream of ``copy_vectors`` rows, encoded by numpy at once.
+
+    Every row has the same layout (one model, one dimension, 32-byte hashes),
+    so the rows are one structured array: no per-row Python, and the vectors
+    go as their float32 bytes (big-endian), never as Python floats.
+    """
+    name = model.encode()
+    dims = int(vectors.shape[1])
+    layout = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("ns_len", ">i4"), ("ns", ">i8"),
+            ("id_len", ">i4"), ("id", ">i8"),
+            ("model_len", ">i4"), ("model", f"S{len(name)}"),
+            ("dims_len", ">i4"), ("dims", ">i2"),
+            ("vec_len", ">i4"), ("vec_dims", ">u2"), ("vec_unused", ">u2"), ("vec", ">f4", (dims,)),
+            ("hash_len", ">i4"), ("hash", "S32"),
+        ]
+    )  # fmt: skip
+    rows = np.zeros(len(node_ids), dtype=layout)
+    rows["fields"] = 6
+    rows["ns_len"], rows["ns"] = 8, namespace_id
+    rows["id_len"], rows["id"] = 8, node_ids
+    rows["model_len"], rows["model"] = len(name), name
+    rows["dims_len"], rows["dims"] = 2, dims
+    rows["vec_len"], rows["vec_dims"] = 4 + 4 * dims, dims
+    rows["vec"] = vectors
+    rows["hash_len"] = 32
+    rows["hash"] = source_hashes
+    return COPY_HEADER + rows.tobytes() + COPY_TRAILER

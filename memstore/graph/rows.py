@@ -64,13 +64,6 @@ def status_of(superseded: int | None, tombstoned: bool, redacted: bool) -> NodeS
     return NodeStatus.CURRENT
 
 
-def new_node(row: Mapping[Any, Any], namespace: str) -> Node:
-    """A node this transaction just inserted: current by definition."""
-    return to_node(
-        {**row, "superseded_by": None, "tombstoned": False, "redacted": False}, namespace
-    )
-
-
 def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
     """A :class:`Node` from a row holding :func:`node_columns` (or the same names)."""
     values = {name: row[name] for name in NODE_FIELDS}

@@ -20,7 +20,9 @@ from memstore.db.roles import APP_PRIVILEGES, READER_TABLES, VIEWS
 from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
 from memstore.db.transaction import confined, scope_statement
 from memstore.embedding import HashingEmbedder
-from memstore.errors import InvalidInputError, RedactionError
+from memstore.errors import DatabaseError, InvalidInputError, RedactionError
+from memstore.graph.nodes import may_copy_directly
+from memstore.tx import NamespaceTransaction
 from tests.conftest import Seed, declare_namespace
 
 PASSWORD = "memstore-test"
@@ -472,3 +474,53 @@ def test_declare_namespace_helper_matches_the_service(database_url, two):
         scope_statement("1; DROP TABLE x", 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive"):
         scope_statement(0, 3)
+
+
+def test_bulk_import_writes_the_same_rows_for_the_owner_and_the_app(app_store, store, database_url):
+    # The owner COPYs straight into the tables; the app (COPY FROM refuses a
+    # table under a policy) goes through the staging table. Same rows, same
+    # order of ids, same vectors; a batch holding a stored key falls back.
+    items = [
+        {"content": f"shared memory {i % 7}", "kind": "semantic" if i % 3 else "episodic"}
+        for i in range(30)
+    ] + [{"content": "with data", "data": {"a": [1, 2]}, "importance": 0.9, "privacy": 2}]
+    loaded: dict[str, list[int]] = {}
+    for who, opened in (("owner", store), ("app", app_store)):
+        ns = opened.namespace(f"same-rows-{who}-{uuid.uuid4().hex[:6]}")
+        with opened.transaction() as conn:
+            assert may_copy_directly(conn) is (who == "owner")
+        ns.remember("shared memory 3", kind="semantic")
+        ids = ns.remember_many(items, batch_size=8)
+        loaded[who] = [ns.id, *ids]
+    columns = sql.SQL(", ").join(
+        sql.Identifier("n", name)
+        for name in ("kind", "node_type", "content", "data", "importance", "privacy")
+    )
+    seen = []
+    with psycopg.connect(database_url) as admin:
+        for namespace_id, *ids in loaded.values():
+            rows = admin.execute(
+                sql.SQL(
+                    "SELECT {}, n.content_hash, e.model, e.dims, e.embedding::text, e.source_hash"
+                    " FROM memstore.nodes n JOIN memstore.embeddings e"
+                    " ON e.namespace_id = n.namespace_id AND e.node_id = n.id"
+                    " WHERE n.namespace_id = %s ORDER BY n.id"
+                ).format(columns),
+                (namespace_id,),
+            ).fetchall()
+            order = {node_id: rank for rank, node_id in enumerate(sorted(set(ids)))}
+            seen.append(([order[i] for i in ids], rows))
+    assert seen[0] == seen[1]
+    assert len(seen[0][1]) == 15  # 14 distinct (content, kind) keys, one stored before
+
+
+def test_remembering_a_memory_above_the_ceiling_raises_instead_of_waiting(app_store):
+    # The unique index sees the stored node; the policy hides it from this
+    # transaction: no number of attempts would find it.
+    ns = app_store.namespace(f"ceiling-{uuid.uuid4().hex[:8]}")
+    ns.remember("kept above the ceiling", privacy=3)
+    with (
+        pytest.raises(DatabaseError, match="cannot read it"),
+        ns.connection(privacy_ceiling=1) as conn,
+    ):
+        NamespaceTransaction(ns, conn).remember("kept above the ceiling")

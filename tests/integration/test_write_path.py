@@ -335,3 +335,78 @@ def test_a_namespace_transaction_writes_everything_or_nothing(ns, database_url):
         b = tx.remember("Maya is allergic to peanuts")
         edge = tx.link(a.id, b.id, relation="constrained_by")
     assert ns.get(b.id).status == "current" and edge.dst == b.id
+
+
+def test_remember_again_returns_the_stored_node_with_its_status(ns):
+    first = ns.remember("Gone by Friday")
+    ns.forget(first.id, reason="test")
+    again = ns.remember("Gone  by Friday")
+    assert (again.id, again.status) == (first.id, NodeStatus.TOMBSTONED)
+    assert again == ns.get(first.id)
+
+
+def test_remember_waits_for_a_concurrent_writer_and_returns_its_node(ns):
+    # The writer's uncommitted node holds the key: remember's INSERT … ON
+    # CONFLICT waits for it, finds nothing in its own snapshot, and looks again.
+    found: list[int] = []
+    with ns.transaction() as tx:
+        held = tx.remember("Written by two at once")
+        reader = threading.Thread(target=lambda: found.append(ns.remember(held.content).id))
+        reader.start()
+        reader.join(timeout=0.5)
+        assert reader.is_alive()  # blocked on the writer's key
+    reader.join(timeout=10)
+    assert found == [held.id]
+    assert ns.embedding_status().nodes == 1
+
+
+def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url, caplog):
+    from memstore.db.transaction import write_in_one_round_trip
+    from memstore.graph.nodes import QUERIES, remember_params
+    from memstore.models import MemoryInput
+
+    before = row_counts(database_url)
+    params = remember_params(ns.id, MemoryInput(content="x"), "x", ns.embedder.name, None)
+    params["kind"] = "dream"  # past validation: the schema's check refuses it
+    with pytest.raises(MemstoreError, match="kind_known"):
+        write_in_one_round_trip(ns._engine, ns.id, QUERIES["remember_node"], params)
+    assert row_counts(database_url) == before
+    assert not [r for r in caplog.records if r.name.startswith("psycopg")]  # no stray log
+    assert ns.remember("the pooled connection is usable again").status is NodeStatus.CURRENT
+
+
+def test_an_invalid_item_in_a_late_batch_changes_nothing(ns, database_url):
+    # Every item is validated before the first batch is written.
+    before = row_counts(database_url)
+    items: list[object] = [f"early memory {i}" for i in range(25)]
+    items[22] = {"content": "late and bad", "privacy": 9}
+    with pytest.raises(InvalidInputError, match=r"items\[22\]"):
+        ns.remember_many(items, batch_size=5)
+    items[22] = "  "
+    with pytest.raises(InvalidInputError, match=r"items\[22\].content is empty"):
+        ns.remember_many(iter(items), batch_size=5)
+    assert row_counts(database_url) == before
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (np.full(384, np.nan), InvalidInputError, "NaN"),
+        (np.zeros(384), InvalidInputError, "all zeros"),
+        (np.ones(3), DimensionMismatchError, "3 dimensions"),
+        (np.ones((1, 384)), DimensionMismatchError, "dimensions"),
+        ("not a vector", InvalidInputError, "not a vector"),
+    ],
+)
+def test_one_bad_given_vector_in_a_batch_raises_its_own_error(
+    ns, database_url, bad, error, message
+):
+    # The batch's given vectors are checked at once; any failure falls back
+    # to checking one by one, so the error is the one remember() raises.
+    vectors = np.random.default_rng(3).normal(size=(6, 384)).astype(np.float32)
+    items = [{"content": f"vector {i}", "embedding": v} for i, v in enumerate(vectors)]
+    items[4]["embedding"] = bad
+    before = row_counts(database_url)
+    with pytest.raises(error, match=message):
+        ns.remember_many(items)
+    assert row_counts(database_url) == before

@@ -1,0 +1,58 @@
+-- Remembering one memory (memstore/graph/nodes.py: remember_node, used by
+-- ns.remember and every NamespaceTransaction write of a single node).
+--
+-- One statement writes the node and its vector and returns the node with its
+-- status, so ns.remember is one round trip (with BEGIN, SET LOCAL and COMMIT
+-- pipelined alongside it). The unique index uq_nodes_content keeps the same
+-- memory one node: ON CONFLICT DO NOTHING skips a key already stored, and the
+-- last branch returns that stored node instead. Rows written by the CTEs are
+-- invisible to the rest of the statement, so exactly one branch answers.
+
+-- remember_node --
+WITH created AS (
+    INSERT INTO memstore.nodes (
+        namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
+        importance, confidence, decay_rate, privacy, protected, subject, scope, source,
+        actor, run_id, observed_at, valid_from, valid_to
+    )
+    VALUES (
+        %(ns)s, %(content_hash)s, %(kind)s, %(node_type)s, %(tier)s, %(layer)s, %(label)s,
+        %(content)s, %(data)s, %(importance)s, %(confidence)s, %(decay_rate)s, %(privacy)s,
+        %(protected)s, %(subject)s, %(scope)s, %(source)s, %(actor)s, %(run_id)s,
+        %(observed_at)s, %(valid_from)s, %(valid_to)s
+    )
+    ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
+    RETURNING id, kind, node_type, tier, layer, label, content, data, importance, confidence,
+              decay_rate, privacy, protected, subject, scope, source, actor, run_id,
+              observed_at, valid_from, valid_to, recorded_at
+),
+-- The vector of a node this statement created (no other transaction can see
+-- that node, so none can have written a vector for it). No vector given: none.
+vector AS (
+    INSERT INTO memstore.embeddings (namespace_id, node_id, model, dims, embedding, source_hash)
+    SELECT %(ns)s, c.id, %(model)s, %(dims)s, %(embedding)b::vector, %(source_hash)s
+    FROM created c
+    WHERE %(embedding)b::vector IS NOT NULL
+)
+SELECT c.*, true AS created,
+       NULL::bigint AS superseded_by, false AS tombstoned, false AS redacted
+FROM created c
+UNION ALL
+-- The node already stored under the key, when this statement's snapshot sees
+-- it. A key taken by a concurrent writer after that snapshot (ON CONFLICT
+-- waited for its commit) returns no row at all: find_node then looks again
+-- with a fresh snapshot.
+SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
+       n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
+       n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+       false AS created,
+       (SELECT s.new_id FROM memstore.supersessions s
+        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded_by,
+       EXISTS (SELECT FROM memstore.tombstones t
+               WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
+       EXISTS (SELECT FROM memstore.redactions r
+               WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted
+FROM memstore.nodes n
+WHERE n.namespace_id = %(ns)s AND n.kind = %(kind)s AND n.node_type = %(node_type)s
+  AND n.content_hash = %(content_hash)s
+  AND NOT EXISTS (SELECT FROM created)
