@@ -21,10 +21,9 @@ from memstore.activation.model import ActivateRequest, Activation, ActivationPar
 from memstore.config import Settings
 from memstore.db.transaction import (
     confined,
+    in_one_round_trip,
     namespace_transaction,
-    read_in_one_round_trip,
     transaction,
-    write_in_one_round_trip,
 )
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
@@ -354,7 +353,13 @@ class Namespace:
         # One round trip: BEGIN, the namespace scope, the one statement that
         # writes node and vector (memstore/graph/remember.sql), COMMIT.
         params = remember_params(self.id, item, text, self.embedder.name, vector[0])
-        rows = write_in_one_round_trip(self._engine, self.id, REMEMBER_NODE, params)
+        rows = in_one_round_trip(
+            self._engine,
+            self.id,
+            REMEMBER_NODE,
+            params,
+            prepare=self.settings.prepared_statements,
+        )
         if rows:
             return to_node(rows[0], self.name)
         # A concurrent writer stored the same memory after the statement's
@@ -505,7 +510,7 @@ class Namespace:
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
         run = self.plan_recall(spec, vector)
-        rows = read_in_one_round_trip(
+        rows = in_one_round_trip(
             self._engine,
             self.id,
             run.statement,

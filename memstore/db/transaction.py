@@ -103,78 +103,36 @@ def set_local_params(settings: Mapping[str, str]) -> dict[str, list[str]]:
     return {"names": list(settings), "values": list(settings.values())}
 
 
-def read_in_one_round_trip(
+def in_one_round_trip(
     engine: Engine,
     namespace_id: int,
-    query: sql.Composable,
+    query: sql.Composable | LiteralString,
     params: Mapping[str, Any],
     *,
     privacy_ceiling: int | None = None,
     settings: Mapping[str, str] | None = None,
     prepare: bool = False,
 ) -> list[dict[str, Any]]:
-    """One read-only statement in its own namespace-scoped transaction, in one round trip.
+    """One statement in its own namespace-scoped transaction, in one round trip.
 
     The same transaction as :func:`namespace_transaction` (the namespace and
     ceiling declared first, then ``settings``, all transaction-local), but
     BEGIN, the settings, the statement and COMMIT travel together in psycopg's
-    pipeline mode: one wait for the server instead of four. On a loaded
+    pipeline mode: one wait for the server instead of five. On a loaded
     machine each wait costs more than the statement itself (docs/recall.md).
     Parameters are bound on the server (vectors in binary); ``prepare`` keeps
     the statement prepared on the connection, so a repeated statement is not
-    parsed and planned again (docs/operations.md). Rows come back as dicts;
-    errors leave as :class:`~memstore.errors.MemstoreError`.
+    parsed again (docs/operations.md). Recall reads and ``remember`` writes
+    this way. Rows come back as dicts; errors leave as
+    :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
     """
     ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
+    scope_statements(namespace_id, ceiling)  # the same checks as every scoped transaction
     named = {
         NAMESPACE_SETTING: str(namespace_id),
         CEILING_SETTING: str(ceiling),
         **(settings or {}),
     }
-    with engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        raw.autocommit = True  # the pipeline carries its own BEGIN and COMMIT
-        try:
-            with raw.cursor(row_factory=dict_row) as cursor:
-                with raw.pipeline():
-                    raw.execute("BEGIN")
-                    raw.execute(SET_LOCAL, set_local_params(named))
-                    cursor.execute(query, params, prepare=prepare)
-                    raw.execute("COMMIT")
-                rows: list[dict[str, Any]] = cursor.fetchall()
-            return rows
-        except psycopg.Error as exc:
-            if raw.closed or raw.broken:
-                conn.invalidate()  # a dead connection must not go back to the pool
-            elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                raw.execute("ROLLBACK")  # a failed statement leaves the block open
-            raise translate_db_error(exc) from exc
-        finally:
-            if not raw.closed:
-                raw.autocommit = False
-
-
-def write_in_one_round_trip(
-    engine: Engine,
-    namespace_id: int,
-    query: LiteralString,
-    params: Mapping[str, Any],
-    *,
-    privacy_ceiling: int | None = None,
-) -> list[dict[str, Any]]:
-    """One statement in its own namespace-scoped transaction, in one round trip.
-
-    The transaction of :func:`namespace_transaction` (the same literal
-    ``SET LOCAL`` statements first), but BEGIN, the settings, the statement
-    and COMMIT go out together in pipeline mode: one wait for the server
-    instead of five. Unlike :func:`read_in_one_round_trip` the statement keeps
-    the extended protocol, so its parameters may travel in binary (vectors as
-    numpy arrays, ``%(name)b``). Rows come back as dicts; errors leave as
-    :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
-    """
-    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
-    scope = scope_statements(namespace_id, ceiling)
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None
@@ -186,9 +144,8 @@ def write_in_one_round_trip(
                     with raw.pipeline():
                         try:
                             raw.execute("BEGIN")
-                            for statement in scope:
-                                raw.execute(statement)
-                            cursor.execute(query, params)
+                            raw.execute(SET_LOCAL, set_local_params(named))
+                            cursor.execute(query, params, prepare=prepare)
                             raw.execute("COMMIT")
                         except psycopg.Error as exc:
                             # Kept for below: leaving the block with it would make
@@ -204,7 +161,7 @@ def write_in_one_round_trip(
             if raw.closed or raw.broken:
                 conn.invalidate()  # a dead connection must not go back to the pool
             elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                raw.execute("ROLLBACK")
+                raw.execute("ROLLBACK")  # a failed statement leaves the block open
             raise translate_db_error(exc) from exc
         finally:
             if not raw.closed:

@@ -10,7 +10,7 @@ from psycopg import sql
 
 from memstore import MemoryStore
 from memstore.config import Settings
-from memstore.db.transaction import read_in_one_round_trip
+from memstore.db.transaction import in_one_round_trip
 from memstore.embedding import HashingEmbedder
 from memstore.embedding.cache import index_name
 from memstore.errors import DatabaseError, DatabaseUnavailableError
@@ -112,9 +112,9 @@ def test_every_mode_answers_through_the_one_round_trip_read(alone):
 def test_a_failed_read_rolls_back_and_the_connection_serves_the_next(alone):
     engine = alone._engine
     with pytest.raises(DatabaseError, match="division by zero"):
-        read_in_one_round_trip(engine, alone.id, sql.SQL("SELECT 1 / 0"), {})
+        in_one_round_trip(engine, alone.id, sql.SQL("SELECT 1 / 0"), {})
     for _ in range(3):  # whichever pooled connection comes next
-        rows = read_in_one_round_trip(
+        rows = in_one_round_trip(
             engine,
             alone.id,
             sql.SQL(

@@ -361,7 +361,7 @@ def test_remember_waits_for_a_concurrent_writer_and_returns_its_node(ns):
 
 
 def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url, caplog):
-    from memstore.db.transaction import write_in_one_round_trip
+    from memstore.db.transaction import in_one_round_trip
     from memstore.graph.nodes import QUERIES, remember_params
     from memstore.models import MemoryInput
 
@@ -369,7 +369,7 @@ def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url, c
     params = remember_params(ns.id, MemoryInput(content="x"), "x", ns.embedder.name, None)
     params["kind"] = "dream"  # past validation: the schema's check refuses it
     with pytest.raises(MemstoreError, match="kind_known"):
-        write_in_one_round_trip(ns._engine, ns.id, QUERIES["remember_node"], params)
+        in_one_round_trip(ns._engine, ns.id, QUERIES["remember_node"], params)
     assert row_counts(database_url) == before
     assert not [r for r in caplog.records if r.name.startswith("psycopg")]  # no stray log
     assert ns.remember("the pooled connection is usable again").status is NodeStatus.CURRENT
