@@ -64,7 +64,7 @@ from memstore.recall import (
     RecallQuery,
     TermCounts,
     learn_term_counts,
-    recall,
+    run_in,
     searched_exactly,
 )
 from memstore.recall import hits as recall_hits
@@ -643,19 +643,11 @@ class Namespace:
         self, conn: Connection, spec: RecallQuery, vector: np.ndarray[Any, Any] | None
     ) -> list[Hit]:
         """Run a validated recall on an open connection (for composite reads)."""
-        stats = self._stats(conn)
-        return recall(
-            conn,
-            self.id,
-            self.name,
-            spec,
-            vector,
-            self.embedder,
-            exact=self._exact(stats, vector),
-            text_stats=(stats.documents, stats.avg_length),
-            terms=self._term_counts,
-            prepare=self.settings.prepared_statements,
+        rows = run_in(
+            conn, self.plan_recall(spec, vector, conn), prepare=self.settings.prepared_statements
         )
+        self.learn_from_recall(rows)
+        return recall_hits(rows, spec, self.embedder, self.name)
 
     def plan_recall(
         self,

@@ -49,20 +49,20 @@ def scope_statement(namespace_id: int, privacy_ceiling: int) -> sql.Composed:
     >>> scope_statement(42, 3).as_string(None)
     "SET LOCAL memstore.namespace_id = '42'; SET LOCAL memstore.privacy_ceiling = '3'"
     """
-    return sql.SQL("; ").join(scope_statements(namespace_id, privacy_ceiling))
+    return sql.SQL("; ").join(
+        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
+        for name, value in scope_settings(namespace_id, privacy_ceiling).items()
+    )
 
 
-def scope_statements(namespace_id: int, privacy_ceiling: int) -> list[sql.Composed]:
-    """The two ``SET LOCAL`` statements of :func:`scope_statement`, one by one."""
+def scope_settings(namespace_id: int, privacy_ceiling: int) -> dict[str, str]:
+    """The settings that declare a transaction's namespace and ceiling, from checked ints."""
     for value, what in ((namespace_id, "namespace id"), (privacy_ceiling, "privacy ceiling")):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"the {what} must be an int, not {type(value).__name__}")
     if namespace_id < 1:
         raise ValueError(f"a namespace id is positive, not {namespace_id}")
-    return [
-        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(str(value)))
-        for name, value in ((NAMESPACE_SETTING, namespace_id), (CEILING_SETTING, privacy_ceiling))
-    ]
+    return {NAMESPACE_SETTING: str(namespace_id), CEILING_SETTING: str(privacy_ceiling)}
 
 
 @contextmanager
@@ -127,12 +127,7 @@ def in_one_round_trip(
     :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
     """
     ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
-    scope_statements(namespace_id, ceiling)  # the same checks as every scoped transaction
-    named = {
-        NAMESPACE_SETTING: str(namespace_id),
-        CEILING_SETTING: str(ceiling),
-        **(settings or {}),
-    }
+    named = {**scope_settings(namespace_id, ceiling), **(settings or {})}
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None

@@ -133,9 +133,6 @@ AVG_LENGTH_SAMPLE = 2_000
 def namespace_stats(conn: Connection, namespace_id: int, model: str) -> NamespaceStats:
     """Count the namespace's nodes and vectors; the average lexeme count of its newest nodes
     (:data:`AVG_LENGTH_SAMPLE`: all of them in a smaller namespace)."""
-    documents = conn.execute(
-        sa.select(sa.func.count()).select_from(nodes).where(nodes.c.namespace_id == namespace_id)
-    ).scalar_one()
     newest = (
         sa.select(nodes.c.search)
         .where(nodes.c.namespace_id == namespace_id)
@@ -143,9 +140,16 @@ def namespace_stats(conn: Connection, namespace_id: int, model: str) -> Namespac
         .limit(AVG_LENGTH_SAMPLE)
         .subquery()
     )
-    avg_length = conn.execute(
-        sa.select(sa.func.coalesce(sa.func.avg(sa.func.length(newest.c.search)), 1))
-    ).scalar_one()
+    documents, avg_length = conn.execute(
+        sa.select(
+            sa.select(sa.func.count())
+            .select_from(nodes)
+            .where(nodes.c.namespace_id == namespace_id)
+            .scalar_subquery(),
+            sa.select(sa.func.coalesce(sa.func.avg(sa.func.length(newest.c.search)), 1))
+            .scalar_subquery(),
+        )
+    ).one()
     vectors = conn.execute(
         sa.select(sa.func.count())
         .select_from(embeddings)

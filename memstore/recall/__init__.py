@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any, NamedTuple
 
 import numpy as np
+import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
@@ -36,7 +36,9 @@ __all__ = [
     "learn_term_counts",
     "plan",
     "recall",
+    "run_in",
     "searched_exactly",
+    "send",
 ]
 
 # ef_search bounds the candidates an HNSW scan keeps; iterative scans keep
@@ -172,17 +174,12 @@ def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
     return {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(ef_search)}
 
 
-def set_local(settings: Mapping[str, str]) -> sql.Composed:
-    """``settings`` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
+def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
+    """:func:`search_settings` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
     return sql.SQL("; ").join(
         sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
-        for name, value in settings.items()
+        for name, value in search_settings(pool, filtered=filtered).items()
     )
-
-
-def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
-    """:func:`search_settings` as SET LOCAL."""
-    return set_local(search_settings(pool, filtered=filtered))
 
 
 def searched_exactly(vectors: int, indexed: int | None) -> bool:
@@ -296,8 +293,6 @@ def recall(
     ``prepare`` keeps the statement prepared on the connection. The settings
     and the statement travel together (psycopg's pipeline mode).
     """
-    raw = conn.connection.driver_connection
-    assert raw is not None
     run = plan(
         namespace_id,
         q,
@@ -308,15 +303,32 @@ def recall(
         text_stats=text_stats,
         terms=terms,
     )
-    with raw.cursor(row_factory=dict_row) as cursor:
-        with raw.pipeline():
-            if run.settings:
-                raw.execute(SET_LOCAL, set_local_params(run.settings))
-            cursor.execute(run.statement, run.params, prepare=prepare)
-        rows = cursor.fetchall()
+    rows = run_in(conn, run, prepare=prepare)
     if terms is not None:
         learn_term_counts(terms, rows)
     return hits(rows, q, embedder, namespace)
+
+
+def send(
+    raw: psycopg.Connection[Any], cursor: psycopg.Cursor[Any], run: RecallPlan, *, prepare: bool
+) -> None:
+    """Queue a planned recall in ``raw``'s pipeline: its settings, then its statement on
+    ``cursor`` (whose rows the caller fetches once the pipeline has synced)."""
+    if run.settings:
+        raw.execute(SET_LOCAL, set_local_params(run.settings))
+    cursor.execute(run.statement, run.params, prepare=prepare)
+
+
+def run_in(conn: Connection, run: RecallPlan, *, prepare: bool = False) -> list[dict[str, Any]]:
+    """The rows of a planned recall on an open transaction: settings and statement in one
+    pipeline (one wait for the server); ``prepare`` keeps the statement prepared."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor(row_factory=dict_row) as cursor:
+        with raw.pipeline():
+            send(raw, cursor, run, prepare=prepare)
+        rows: list[dict[str, Any]] = cursor.fetchall()
+    return rows
 
 
 def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memstore import activation as spreading
 from memstore.activation.model import ActivateRequest
 from memstore.db.queries import named_queries
-from memstore.db.transaction import SET_LOCAL, set_local_params
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
 from memstore.graph.rows import to_node
@@ -34,6 +33,7 @@ from memstore.inputs import validated
 from memstore.models import Hit, Node
 from memstore.recall import RecallQuery
 from memstore.recall import hits as recall_hits
+from memstore.recall import send as send_recall
 from memstore.recall.injection import memory_signals
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 
@@ -268,13 +268,10 @@ class Gathered(NamedTuple):
 
 def _tier_candidates(session: bool) -> sql.Composed:
     """context.sql's tier read, for one session's turns or the whole timeline's."""
-    statement = QUERIES["tier_candidates"]
-    if not session:  # a statement of its own: a prepared plan need not serve both
-        statement = statement.replace(
-            "   AND (%(session_id)s::text IS NULL OR n.scope = %(session_id)s::text)\n", ""
-        )
-    return sql.SQL(statement).format(
-        columns=sql.SQL(QUERIES["columns"].strip()), current=sql.SQL(QUERIES["current"].strip())
+    return sql.SQL(QUERIES["tier_candidates"]).format(
+        columns=sql.SQL(QUERIES["columns"].strip()),
+        current=sql.SQL(QUERIES["current"].strip()),
+        session=sql.SQL(QUERIES["session"].strip() if session else ""),
     )
 
 
@@ -314,9 +311,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
             raw.cursor() as counted,
         ):
             with raw.pipeline():
-                if run.settings:
-                    raw.execute(SET_LOCAL, set_local_params(run.settings))
-                recalled.execute(run.statement, run.params, prepare=prepare)
+                send_recall(raw, recalled, run, prepare=prepare)
                 tiered.execute(
                     TIER_CANDIDATES[request.session_id is not None], tier_params, prepare=prepare
                 )

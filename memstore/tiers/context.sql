@@ -8,7 +8,11 @@
 -- session when asked), each section a row set of its own, in one statement.
 -- Each subquery reads its tier through ix_nodes_tier_observed or
 -- ix_nodes_tier_scope_observed, whose order it repeats exactly (NULLS LAST).
--- Every row is current, so its status columns are constants.
+-- Every row is current, so its status columns are constants. The current
+-- fragment is tiers/common.py's is_current() (tests/integration/test_context.py
+-- checks that both read the same entries). The session fragment narrows the
+-- timeline to one session; without it, a statement of its own, so each keeps a
+-- plan of its own when prepared.
 (SELECT 'scratchpad' AS section, {columns}
  FROM memstore.nodes n
  WHERE n.namespace_id = %(ns)s AND n.tier = 'scratchpad' AND {current}
@@ -29,10 +33,12 @@ UNION ALL
 (SELECT 'timeline' AS section, {columns}
  FROM memstore.nodes n
  WHERE n.namespace_id = %(ns)s AND n.tier = 'timeline' AND n.node_type = 'Turn'
-   AND (%(session_id)s::text IS NULL OR n.scope = %(session_id)s::text)
-   AND {current}
+   {session} AND {current}
  ORDER BY n.observed_at DESC NULLS LAST, n.id DESC
  LIMIT %(recent_turns)s)
+
+-- session --
+AND n.scope = %(session_id)s
 
 -- columns --
 n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,

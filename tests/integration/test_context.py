@@ -206,3 +206,45 @@ def test_warnings_name_the_chosen_items_without_fresh_vectors(store, database_ur
     assert shown and {bare.id, stale.id} - shown, (shown, small.warnings)
     for missing_id in {bare.id, stale.id} - shown:
         assert not any(f"#{missing_id}" in w for w in small.warnings)
+
+
+def test_the_packets_tier_read_sees_what_current_entries_sees(store):
+    from psycopg.rows import dict_row
+
+    from memstore.tiers.common import LESSONS, SCRATCHPAD, TIMELINE, current_entries
+    from memstore.tiers.context import TIER_CANDIDATES
+
+    ns = store.namespace(f"tier-read-{uuid.uuid4().hex[:8]}")
+    for key in ("city", "team", "diet"):
+        ns.scratchpad.pin(key, f"{key} value")
+    ns.scratchpad.pin("city", "Porto")  # a new version supersedes the old
+    ns.scratchpad.unpin("team")  # a tombstone
+    ns.lessons.add("Confirm the venue", source="retro", confidence=0.9)
+    doubtful = ns.lessons.add("Prefer mornings", source="retro", confidence=0.95)
+    ns.redact(doubtful.id, reason="test")
+    for i in range(3):
+        ns.timeline.ingest_turn("user", f"turn {i}", "s1", at=START + timedelta(minutes=i))
+    params = {
+        "ns": ns.id,
+        "max_pins": 200,
+        "max_lessons": 200,
+        "lesson_threshold": 0.8,
+        "recent_turns": 8,
+        "session_id": "s1",
+    }
+    for session in (False, True):
+        with ns.connection() as conn:
+            raw = conn.connection.driver_connection
+            with raw.cursor(row_factory=dict_row) as cursor:
+                rows = cursor.execute(TIER_CANDIDATES[session], params).fetchall()
+            read = {
+                tier: [r["id"] for r in rows if r["section"] == tier]
+                for tier in (SCRATCHPAD, LESSONS, TIMELINE)
+            }
+            expected = {
+                SCRATCHPAD: [n.id for n in current_entries(conn, ns, SCRATCHPAD)],
+                LESSONS: [n.id for n in current_entries(conn, ns, LESSONS)],
+                TIMELINE: [n.id for n in current_entries(conn, ns, TIMELINE)],
+            }
+        assert read == expected
+        assert len(read[SCRATCHPAD]) == 2 and len(read[LESSONS]) == 1 and len(read[TIMELINE]) == 3
