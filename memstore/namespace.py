@@ -65,6 +65,7 @@ from memstore.recall import (
     TermCounts,
     learn_term_counts,
     run_in,
+    sample_term_counts,
     searched_exactly,
 )
 from memstore.recall import hits as recall_hits
@@ -702,7 +703,9 @@ class Namespace:
 
     def _stats(self, conn: Connection | None = None) -> NamespaceStats:
         """Sizes that pick a plan and feed BM25, cached for a minute (read on ``conn``, or a
-        transaction of their own).
+        transaction of their own); with the first read, and again once the namespace
+        has grown by a tenth, its common terms' document counts are estimated from a
+        sample (memstore/recall/terms.py).
 
         They only steer ranking and plan choice, so slightly stale is fine.
         """
@@ -716,7 +719,9 @@ class Namespace:
                 indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
             )
             self._cached_stats = (stats, now)
-            self._term_counts = TermCounts()  # counted again with the statistics
+            if not stats.confined and not self._term_counts.current_for(stats.documents):
+                # A confined role's counts depend on its ceiling: never cached.
+                self._term_counts = sample_term_counts(conn, self.id, stats.documents)
         return self._cached_stats[0]
 
     def _as_input(self, position: int, item: object) -> MemoryInput:

@@ -146,8 +146,9 @@ def namespace_stats(conn: Connection, namespace_id: int, model: str) -> Namespac
             .select_from(nodes)
             .where(nodes.c.namespace_id == namespace_id)
             .scalar_subquery(),
-            sa.select(sa.func.coalesce(sa.func.avg(sa.func.length(newest.c.search)), 1))
-            .scalar_subquery(),
+            sa.select(
+                sa.func.coalesce(sa.func.avg(sa.func.length(newest.c.search)), 1)
+            ).scalar_subquery(),
         )
     ).one()
     vectors = conn.execute(

@@ -26,7 +26,7 @@ from memstore.models import Hit, RecallMode, ScoreParts
 from memstore.recall import fusion
 from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
-from memstore.recall.terms import CACHED_DF_MIN, TermCounts
+from memstore.recall.terms import CACHED_DF_MIN, TermCounts, estimated, sample_params
 
 __all__ = [
     "RecallPlan",
@@ -37,6 +37,7 @@ __all__ = [
     "plan",
     "recall",
     "run_in",
+    "sample_term_counts",
     "searched_exactly",
     "send",
 ]
@@ -329,6 +330,17 @@ def run_in(conn: Connection, run: RecallPlan, *, prepare: bool = False) -> list[
             send(raw, cursor, run, prepare=prepare)
         rows: list[dict[str, Any]] = cursor.fetchall()
     return rows
+
+
+def sample_term_counts(conn: Connection, namespace_id: int, documents: int) -> TermCounts:
+    """The namespace's common terms, counted in a sample of its ``documents`` documents
+    (memstore/recall/terms.py; exact for a namespace no bigger than the sample)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    params = {"ns": namespace_id, **sample_params(documents)}
+    with raw.cursor() as cursor:
+        rows = cursor.execute(QUERIES["term_sample"], params).fetchall()
+    return estimated(documents, rows)
 
 
 def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:

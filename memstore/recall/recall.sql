@@ -168,3 +168,31 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::t
 FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
 {rank_joins}
+
+-- term_sample --
+-- Document counts of the namespace's common terms, estimated from a sample of
+-- its documents when its statistics are read (memstore/recall/terms.py): the
+-- documents in windows evenly spaced over its id range (ids grow with time,
+-- so every period is sampled), at most per_window from each, read as one
+-- key-ordered index scan per window. One window takes a small namespace
+-- whole: its counts are exact. Each row is a term in at least min_hits of the
+-- sampled documents, with how many documents were sampled.
+WITH bounds AS (
+    SELECT min(n.id) AS lo, max(n.id) + 1 AS hi
+    FROM memstore.nodes n WHERE n.namespace_id = %(ns)s
+), sample AS MATERIALIZED (
+    SELECT d.search
+    FROM bounds b
+    CROSS JOIN generate_series(0, %(windows)s - 1) AS g
+    CROSS JOIN LATERAL (
+        SELECT n.search FROM memstore.nodes n
+        WHERE n.namespace_id = %(ns)s
+          AND n.id >= b.lo + (b.hi - b.lo) * g / %(windows)s
+          AND n.id < b.lo + (b.hi - b.lo) * (g + 1) / %(windows)s
+        ORDER BY n.id
+        LIMIT %(per_window)s) AS d
+)
+SELECT u.lexeme AS term, count(*) AS hits, (SELECT count(*) FROM sample) AS sampled
+FROM sample s, unnest(s.search) AS u
+GROUP BY u.lexeme
+HAVING count(*) >= %(min_hits)s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import psycopg
@@ -22,7 +23,7 @@ from memstore.recall import (
     search_settings,
     searched_exactly,
 )
-from memstore.recall.terms import CACHED_DF_MIN
+from memstore.recall.terms import CACHED_DF_MIN, REFRESH_GROWTH, TERM_SAMPLE, TermCounts
 
 # A model of its own (48 dimensions), so this module controls who shares its index.
 EMBEDDER = HashingEmbedder(dims=48)
@@ -183,29 +184,78 @@ def _scores(ns):
     return [(h.node.id, h.score) for h in ns.recall("harbours and lighthouses", mode="lexical")]
 
 
-def test_a_common_terms_count_is_kept_and_reused_with_the_same_ranking(wordy):
-    wordy._cached_stats = None  # statistics, and with them the counts, start afresh
-    counted = _scores(wordy)
+def _afresh(ns, terms=None):
+    """Read the namespace's statistics again, with ``terms`` (default: estimated anew)."""
+    ns._cached_stats = None
+    ns._term_counts = terms if terms is not None else TermCounts()
+
+
+def _counted_scores(ns):
+    """The scores with every term counted by the statement (no count offered)."""
+    _afresh(ns, TermCounts(documents=10**9))  # "current": nothing sampled, nothing cached yet
+    scores = _scores(ns)
+    _afresh(ns)
+    return scores
+
+
+def test_a_common_terms_count_is_sampled_and_reused_with_the_same_ranking(wordy):
+    counted = _counted_scores(wordy)
+    _afresh(wordy)
+    wordy._stats()  # the statistics' first read samples the namespace (whole: it is small)
     assert wordy._term_counts.offered("harbours") == (["harbour"], [COMMON + 3])
     assert wordy._term_counts.offered("lighthouses") == ([], [])  # rare: counting is cheap
     assert _scores(wordy) == counted
     # The statement takes the offered count: a wrong one changes the scores...
     wordy._term_counts.learn({"harbour": 1})
     assert _scores(wordy) != counted
-    # ...until the namespace's statistics are read again, which drops the counts.
-    wordy._cached_stats = None
+    # ...until the counts are estimated again.
+    _afresh(wordy)
     assert _scores(wordy) == counted
+
+
+def test_a_common_terms_count_is_kept_until_the_namespace_grows(wordy):
+    _afresh(wordy)
+    wordy._stats()
+    documents = wordy._term_counts.documents
+    assert documents == COMMON + 3
+    wordy._term_counts.learn({"harbour": 1})
+    wordy._cached_stats = None  # statistics read again, the namespace as it was: kept
+    wordy._stats()
+    assert wordy._term_counts.offered("harbour") == (["harbour"], [1])
+    assert wordy._term_counts.current_for(documents)
+    assert not wordy._term_counts.current_for(math.ceil(documents * REFRESH_GROWTH))
 
 
 def test_an_offered_count_never_replaces_another_terms(wordy):
-    wordy._cached_stats = None
-    counted = _scores(wordy)
+    counted = _counted_scores(wordy)
+    _afresh(wordy)
+    wordy._stats()
     # "harbou" begins "harbours" but is not one of the query's lexemes: unused.
     wordy._term_counts.learn({"harbou": 1, "lighthous": 10_000})
     assert _scores(wordy) != counted  # the real lexeme "lighthous" took its (wrong) count
-    wordy._cached_stats = None
+    _afresh(wordy)
+    wordy._stats()
     wordy._term_counts.learn({"harbou": 1})
     assert _scores(wordy) == counted
+
+
+def test_a_big_namespaces_common_terms_are_estimated_from_a_sample(database_url):
+    """Beyond TERM_SAMPLE documents only a sample is read: estimates near the counts."""
+    store = MemoryStore.open(database_url, embedder=EMBEDDER)
+    ns = store.namespace("sampled terms")
+    size = TERM_SAMPLE * 2
+    ns.remember_many(
+        [
+            f"entry {i} {'ferry' if i % 4 == 0 else 'quay'} {'barge' if i % 40 == 0 else ''}"
+            for i in range(size)
+        ]
+    )
+    ns._stats()
+    assert ns._term_counts.documents == size
+    (ferry,), (estimate,) = ns._term_counts.offered("ferry")
+    assert ferry == "ferri" and abs(estimate - size / 4) <= 0.3 * size / 4
+    assert ns._term_counts.offered("barge") == ([], [])  # in 100 documents: counted when asked
+    store.close()
 
 
 # --- prepared statements ----------------------------------------------------------------
