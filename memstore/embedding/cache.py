@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,15 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, Engine
 
-from memstore.db.queries import any_of
+from memstore.db.queries import named_queries
 from memstore.db.schema import embeddings, nodes, redactions
 from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding.base import Embedder, Vectors
 from memstore.errors import DimensionMismatchError, InvalidInputError
 from memstore.graph.content import source_hash
 from memstore.models import EmbeddingStatus
+
+QUERIES = named_queries(files("memstore.embedding").joinpath("cache.sql").read_text())
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
@@ -282,18 +285,22 @@ def rebuild(
 
 
 def unfresh(
-    conn: Connection, namespace_id: int, model: str, node_ids: Sequence[int]
+    conn: Connection,
+    namespace_id: int,
+    model: str,
+    node_ids: Sequence[int],
+    *,
+    prepare: bool = False,
 ) -> tuple[list[int], list[int]]:
-    """Of ``node_ids``, those without a ``model`` vector and those whose vector is stale."""
+    """Of ``node_ids``, those without a ``model`` vector and those whose vector is stale
+    (``prepare``: keep the statement prepared on the connection)."""
     if not node_ids:
         return [], []
-    e = embeddings
-    joined, fresh = _nodes_with_vectors(model)
-    rows = conn.execute(
-        sa.select(nodes.c.id, e.c.node_id.is_(None).label("missing"), fresh.label("fresh"))
-        .select_from(joined)
-        .where(nodes.c.namespace_id == namespace_id, any_of(nodes.c.id, node_ids))
-    ).all()
-    missing = [int(r.id) for r in rows if r.missing]
-    stale = [int(r.id) for r in rows if not r.missing and not r.fresh]
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    params = {"ns": namespace_id, "model": model, "ids": sorted(set(node_ids))}
+    with raw.cursor() as cursor:
+        rows = cursor.execute(QUERIES["unfresh"], params, prepare=prepare).fetchall()
+    missing = [int(node_id) for node_id, absent, _ in rows if absent]
+    stale = [int(node_id) for node_id, absent, fresh in rows if not absent and not fresh]
     return missing, stale

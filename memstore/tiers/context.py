@@ -28,7 +28,6 @@ from memstore.activation.model import ActivateRequest
 from memstore.db.queries import named_queries
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
-from memstore.graph.rows import to_node
 from memstore.inputs import validated
 from memstore.models import Hit, Node
 from memstore.recall import RecallQuery
@@ -177,12 +176,43 @@ class ContextPacket(BaseModel):
         return [item for section in self.sections for item in section.items]
 
 
+class Entry(NamedTuple):
+    """What a packet reads of a candidate memory: a tier row as read (no model is
+    built for the ~150 pins, lessons and turns a packet weighs), or a node's fields."""
+
+    id: int
+    kind: str
+    node_type: str
+    tier: str | None
+    label: str | None
+    content: str
+    source: str | None
+    actor: str | None
+    observed_at: datetime | None
+    recorded_at: datetime
+
+    @classmethod
+    def of(cls, node: Node) -> Entry:
+        return cls(
+            node.id,
+            node.kind,
+            node.node_type,
+            node.tier,
+            node.label,
+            node.content,
+            node.source,
+            node.actor,
+            node.observed_at,
+            node.recorded_at,
+        )
+
+
 def _line(item: ContextItem) -> str:
     return _line_of(item, item.instruction_signals)
 
 
-def _line_of(entry: ContextItem | Node, signals: tuple[str, ...]) -> str:
-    """The packet line of an item, or of a candidate node before it becomes one."""
+def _line_of(entry: ContextItem | Entry, signals: tuple[str, ...]) -> str:
+    """The packet line of an item, or of a candidate before it becomes one."""
     when = entry.observed_at or entry.recorded_at
     facts = [f"#{entry.id}", entry.node_type, f"{when:%Y-%m-%d %H:%M}"]
     if entry.source:
@@ -219,9 +249,9 @@ def render(query: str, sections: list[ContextSection], warnings: list[str]) -> s
 
 
 def _item(
-    node: Node, score: float, reason: str, signals: tuple[str, ...], tokens: int
+    node: Entry, score: float, reason: str, signals: tuple[str, ...], tokens: int
 ) -> ContextItem:
-    """The packet item of a chosen ``node``."""
+    """The packet item of a chosen candidate."""
     return ContextItem(
         id=node.id,
         kind=node.kind,
@@ -240,8 +270,8 @@ def _item(
 
 
 def _ranked(
-    nodes_: list[Node], relevance: dict[int, tuple[float, int]], fallback: str
-) -> list[tuple[Node, float, str]]:
+    nodes_: list[Entry], relevance: dict[int, tuple[float, int]], fallback: str
+) -> list[tuple[Entry, float, str]]:
     """Relevant entries first (by recall score), then the rest in the given order."""
     hit = [n for n in nodes_ if n.id in relevance]
     rest = [n for n in nodes_ if n.id not in relevance]
@@ -254,8 +284,8 @@ def _ranked(
 class Gathered(NamedTuple):
     """What one read transaction found for a packet."""
 
-    candidates: dict[str, list[tuple[Node, float, str]]]
-    """Per section, best first: (node, score, why)."""
+    candidates: dict[str, list[tuple[Entry, float, str]]]
+    """Per section, best first: (candidate, score, why)."""
     redacted: int
     """Redacted memories of the namespace."""
     missing: list[int]
@@ -307,7 +337,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         }
         with (
             raw.cursor(row_factory=dict_row) as recalled,
-            raw.cursor(row_factory=dict_row) as tiered,
+            raw.cursor() as tiered,
             raw.cursor() as counted,
         ):
             with raw.pipeline():
@@ -326,15 +356,15 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         timings["recall"] = _ms(started)
 
         started = time.perf_counter()
-        entries: dict[str, list[Node]] = {SCRATCHPAD: [], LESSONS: [], TIMELINE: []}
-        for row in tier_rows:
-            entries[row["section"]].append(to_node(row, ns.name))
-        candidates: dict[str, list[tuple[Node, float, str]]] = {}
+        entries: dict[str, list[Entry]] = {SCRATCHPAD: [], LESSONS: [], TIMELINE: []}
+        for section, *fields in tier_rows:
+            entries[section].append(Entry(*fields))
+        candidates: dict[str, list[tuple[Entry, float, str]]] = {}
         candidates["scratchpad"] = _ranked(entries[SCRATCHPAD], relevance, "pinned")
         candidates["lessons"] = _ranked(entries[LESSONS], relevance, "high confidence")
-        procedures = [h.node for h in hits if h.node.tier == PROCEDURES]
+        procedures = [Entry.of(h.node) for h in hits if h.node.tier == PROCEDURES]
         candidates["procedures"] = _ranked(procedures, relevance, "")
-        relevant_turns = [h.node for h in hits if h.node.tier == TIMELINE]
+        relevant_turns = [Entry.of(h.node) for h in hits if h.node.tier == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
         candidates["timeline"] = _ranked(turns, relevance, "recent turn")
         timings["tiers"] = _ms(started)
@@ -342,7 +372,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         started = time.perf_counter()
         # Spreading activation from the best hits reaches what recall missed.
         seeds = {h.node.id: h.score / (hits[0].score or 1.0) for h in hits[:10]}
-        graph: list[tuple[Node, float, str]] = []
+        graph: list[tuple[Entry, float, str]] = []
         if seeds:
             activated = spreading.run(
                 tx.conn,
@@ -357,17 +387,17 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
                 if len(item.path) > 1:  # its strongest activation came through edges
                     via = " → ".join(s.relation or "" for s in item.path[1:])
                     reason = f"activated from #{item.path[0].node_id} via {via}"
-                    graph.append((item.node, item.score, reason))
+                    graph.append((Entry.of(item.node), item.score, reason))
                 elif item.node.tier is None:  # a plain memory recall found: it belongs here
                     rank = relevance[item.node.id][1]
-                    graph.append((item.node, item.score, f"recall rank {rank}"))
+                    graph.append((Entry.of(item.node), item.score, f"recall rank {rank}"))
             graph.sort(key=lambda entry: -entry[1])
         candidates["graph"] = graph
         timings["activation"] = _ms(started)
         # Freshness of every candidate, not only the chosen: one statement in
         # this transaction instead of a transaction of its own after the fill.
         every = [node.id for section in candidates.values() for node, _, _ in section]
-        missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every)
+        missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every, prepare=prepare)
     signals = {h.node.id: h.instruction_signals for h in hits}
     return Gathered(candidates, redacted, missing, stale, signals)
 
@@ -407,7 +437,7 @@ def assemble(
     # hit, which was scanned when recalled.
     priced: dict[int, tuple[int, tuple[str, ...] | None]] = {}
 
-    def price(node: Node, *, scan: bool) -> tuple[int, tuple[str, ...]]:
+    def price(node: Entry, *, scan: bool) -> tuple[int, tuple[str, ...]]:
         """The tokens of the node's line and, if ``scan``, its instruction signals."""
         if node.id not in priced:
             priced[node.id] = (token_counter(_line_of(node, ())) + 1, None)

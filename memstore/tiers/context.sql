@@ -8,7 +8,7 @@
 -- session when asked), each section a row set of its own, in one statement.
 -- Each subquery reads its tier through ix_nodes_tier_observed or
 -- ix_nodes_tier_scope_observed, whose order it repeats exactly (NULLS LAST).
--- Every row is current, so its status columns are constants. The current
+-- Rows carry only what a packet shows (the columns fragment). The current
 -- fragment is tiers/common.py's is_current() (tests/integration/test_context.py
 -- checks that both read the same entries). The session fragment narrows the
 -- timeline to one session; without it, a statement of its own, so each keeps a
@@ -41,10 +41,10 @@ UNION ALL
 AND n.scope = %(session_id)s
 
 -- columns --
-n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
-n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
-n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
-NULL::bigint AS superseded_by, false AS tombstoned, false AS redacted
+-- What a packet shows of a memory (context.py's Entry): no data, nothing a
+-- model would need to be built (every row is current by the WHERE clause).
+n.id, n.kind, n.node_type, n.tier, n.label, n.content, n.source, n.actor,
+n.observed_at, n.recorded_at
 
 -- current --
 NOT EXISTS (SELECT 1 FROM memstore.supersessions s
