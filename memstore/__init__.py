@@ -1,7 +1,9 @@
 """memstore: a relational memory store for AI agents on PostgreSQL + pgvector.
 
+Without a URL, ``open()`` starts the embedded PostgreSQL:
+
 >>> from memstore import MemoryStore
->>> store = MemoryStore.open()          # doctest: +SKIP  (starts the embedded server)
+>>> store = MemoryStore.open()          # doctest: +SKIP
 >>> store.status().schema_revision      # doctest: +SKIP
 '0014'
 >>> store.close()                       # doctest: +SKIP
