@@ -659,6 +659,9 @@ class Namespace:
         """The statement of a validated recall in this namespace, not yet run (for
         reads that send it with others); :meth:`learn_from_recall` takes its rows."""
         stats = self._stats(conn)
+        terms = None
+        if spec.mode != "semantic" and not stats.confined:
+            terms = self._common_terms(stats, conn)
         return recall_plan(
             self.id,
             spec,
@@ -667,8 +670,20 @@ class Namespace:
             exact=self._exact(stats, vector),
             confined=stats.confined,
             text_stats=(stats.documents, stats.avg_length),
-            terms=self._term_counts,
+            terms=terms,
         )
+
+    def _common_terms(self, stats: NamespaceStats, conn: Connection | None = None) -> TermCounts:
+        """Document counts of the namespace's common terms, for BM25: estimated from a sample
+        when a lexical or hybrid recall first needs them, and again once the namespace has
+        grown by a tenth (memstore/recall/terms.py). Never for a role that row-level security
+        confines: its counts depend on its privacy ceiling."""
+        if not self._term_counts.current_for(stats.documents):
+            if conn is None:
+                with self.connection() as fresh:
+                    return self._common_terms(stats, fresh)
+            self._term_counts = sample_term_counts(conn, self.id, stats.documents)
+        return self._term_counts
 
     def learn_from_recall(self, rows: list[dict[str, Any]]) -> None:
         """Keep the term counts a recall statement's rows report (see :meth:`plan_recall`)."""
@@ -703,9 +718,7 @@ class Namespace:
 
     def _stats(self, conn: Connection | None = None) -> NamespaceStats:
         """Sizes that pick a plan and feed BM25, cached for a minute (read on ``conn``, or a
-        transaction of their own); with the first read, and again once the namespace
-        has grown by a tenth, its common terms' document counts are estimated from a
-        sample (memstore/recall/terms.py).
+        transaction of their own).
 
         They only steer ranking and plan choice, so slightly stale is fine.
         """
@@ -719,9 +732,6 @@ class Namespace:
                 indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
             )
             self._cached_stats = (stats, now)
-            if not stats.confined and not self._term_counts.current_for(stats.documents):
-                # A confined role's counts depend on its ceiling: never cached.
-                self._term_counts = sample_term_counts(conn, self.id, stats.documents)
         return self._cached_stats[0]
 
     def _as_input(self, position: int, item: object) -> MemoryInput:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -21,7 +23,11 @@ from memstore.embedding.base import Embedder
 from memstore.embedding.select import choose_embedder
 from memstore.errors import ConfigurationError, StoreClosedError
 from memstore.models import StoreStatus
-from memstore.namespace import Namespace
+from memstore.namespace import Namespace, check_namespace_name
+
+# Namespace objects the store keeps for reuse, the most recently used: each holds its
+# namespace's cached statistics and term counts, and opening one is a round trip.
+NAMESPACES_KEPT = 256
 
 __all__ = ["MemoryStore", "StoreStatus"]
 
@@ -50,6 +56,8 @@ class MemoryStore:
         self._embedded = embedded
         self.settings = settings
         self.embedder = embedder
+        self._namespaces: OrderedDict[str, Namespace] = OrderedDict()
+        self._namespaces_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -113,8 +121,26 @@ class MemoryStore:
         return self._engine
 
     def namespace(self, name: str) -> Namespace:
-        """The namespace called ``name`` (any Unicode, compared exactly), created on first use."""
-        return Namespace(self.engine, name, settings=self.settings, embedder=self.embedder)
+        """The namespace called ``name`` (any Unicode, compared exactly), created on first use.
+
+        The store keeps the objects of its :data:`NAMESPACES_KEPT` most recently used
+        namespaces, so asking again for a name (say, once per request) returns the same
+        object, with its cached statistics, without a round trip to the server.
+        """
+        engine = self.engine  # raises once the store is closed
+        name = str(check_namespace_name(name))  # bad input is refused before any lookup
+        with self._namespaces_lock:
+            kept = self._namespaces.get(name)
+            if kept is not None:
+                self._namespaces.move_to_end(name)
+                return kept
+        opened = Namespace(engine, name, settings=self.settings, embedder=self.embedder)
+        with self._namespaces_lock:
+            kept = self._namespaces.setdefault(name, opened)  # a concurrent opener may have won
+            self._namespaces.move_to_end(name)
+            while len(self._namespaces) > NAMESPACES_KEPT:
+                self._namespaces.popitem(last=False)
+        return kept
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -154,6 +180,8 @@ class MemoryStore:
 
     def close(self) -> None:
         """Release connections; stop the embedded server if this was its last user."""
+        with self._namespaces_lock:
+            self._namespaces.clear()
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None

@@ -201,7 +201,7 @@ def _counted_scores(ns):
 def test_a_common_terms_count_is_sampled_and_reused_with_the_same_ranking(wordy):
     counted = _counted_scores(wordy)
     _afresh(wordy)
-    wordy._stats()  # the statistics' first read samples the namespace (whole: it is small)
+    wordy._common_terms(wordy._stats())  # sampled: the whole namespace, it is small
     assert wordy._term_counts.offered("harbours") == (["harbour"], [COMMON + 3])
     assert wordy._term_counts.offered("lighthouses") == ([], [])  # rare: counting is cheap
     assert _scores(wordy) == counted
@@ -215,12 +215,12 @@ def test_a_common_terms_count_is_sampled_and_reused_with_the_same_ranking(wordy)
 
 def test_a_common_terms_count_is_kept_until_the_namespace_grows(wordy):
     _afresh(wordy)
-    wordy._stats()
+    wordy._common_terms(wordy._stats())
     documents = wordy._term_counts.documents
     assert documents == COMMON + 3
     wordy._term_counts.learn({"harbour": 1})
     wordy._cached_stats = None  # statistics read again, the namespace as it was: kept
-    wordy._stats()
+    wordy._common_terms(wordy._stats())
     assert wordy._term_counts.offered("harbour") == (["harbour"], [1])
     assert wordy._term_counts.current_for(documents)
     assert not wordy._term_counts.current_for(math.ceil(documents * REFRESH_GROWTH))
@@ -229,12 +229,12 @@ def test_a_common_terms_count_is_kept_until_the_namespace_grows(wordy):
 def test_an_offered_count_never_replaces_another_terms(wordy):
     counted = _counted_scores(wordy)
     _afresh(wordy)
-    wordy._stats()
+    wordy._common_terms(wordy._stats())
     # "harbou" begins "harbours" but is not one of the query's lexemes: unused.
     wordy._term_counts.learn({"harbou": 1, "lighthous": 10_000})
     assert _scores(wordy) != counted  # the real lexeme "lighthous" took its (wrong) count
     _afresh(wordy)
-    wordy._stats()
+    wordy._common_terms(wordy._stats())
     wordy._term_counts.learn({"harbou": 1})
     assert _scores(wordy) == counted
 
@@ -250,7 +250,7 @@ def test_a_big_namespaces_common_terms_are_estimated_from_a_sample(database_url)
             for i in range(size)
         ]
     )
-    ns._stats()
+    ns._common_terms(ns._stats())
     assert ns._term_counts.documents == size
     (ferry,), (estimate,) = ns._term_counts.offered("ferry")
     assert ferry == "ferri" and abs(estimate - size / 4) <= 0.3 * size / 4

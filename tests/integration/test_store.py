@@ -186,3 +186,32 @@ def test_every_database_error_leaves_as_a_memstore_error(database_url, seed):
                 sa.text("SELECT count(*) FROM memstore.nodes WHERE content = 'too important'")
             ).scalar_one()
         assert count == 0
+
+
+def test_a_namespace_is_opened_once_and_kept(database_url, monkeypatch):
+    import memstore.store as store_module
+
+    monkeypatch.setattr(store_module, "NAMESPACES_KEPT", 2)
+    store = MemoryStore.open(database_url)
+    first = store.namespace("kept-a")
+    assert store.namespace("kept-a") is first  # no second round trip, same cached statistics
+    second = store.namespace("kept-b")
+    store.namespace("kept-a")  # used most recently: kept when a third arrives
+    store.namespace("kept-c")
+    assert store.namespace("kept-a") is first
+    reopened = store.namespace("kept-b")  # evicted: opened again, the same namespace
+    assert reopened is not second and reopened.id == second.id
+    store.close()
+    with pytest.raises(StoreClosedError):
+        store.namespace("kept-a")
+
+
+def test_a_semantic_recall_never_samples_the_namespaces_terms(database_url):
+    store = MemoryStore.open(database_url)
+    ns = store.namespace("semantic only")
+    ns.remember_many([f"harbour note {i}" for i in range(5)])
+    ns.recall("harbour", mode="semantic")
+    assert ns._term_counts.documents is None  # the sample is for BM25 only
+    ns.recall("harbour", mode="lexical")
+    assert ns._term_counts.documents == 5
+    store.close()
