@@ -29,12 +29,14 @@ from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 from memstore.recall.terms import CACHED_DF_MIN, TermCounts, estimated, sample_params
 
 __all__ = [
+    "Ranked",
     "RecallPlan",
     "RecallQuery",
     "TermCounts",
     "hits",
     "learn_term_counts",
     "plan",
+    "ranked",
     "recall",
     "run_in",
     "sample_term_counts",
@@ -350,10 +352,17 @@ def learn_term_counts(terms: TermCounts, rows: list[dict[str, Any]]) -> None:
         terms.learn(json.loads(rows[0]["term_counts"]))
 
 
-def hits(
-    rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder, namespace: str
-) -> list[Hit]:
-    """The recall statement's rows as ranked hits: fused, ties broken, provenance attached."""
+class Ranked(NamedTuple):
+    """One returned row of a recall statement, with its fused score and rank (1 = best)."""
+
+    row: dict[str, Any]
+    score: float
+    rank: int
+
+
+def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> list[Ranked]:
+    """The recall statement's rows fused and ranked, ties broken, the best ``q.k`` kept
+    (no models built: :func:`hits` builds them; a context packet reads the rows)."""
     found = {row["id"]: row for row in rows}
     semantic = sorted(
         (r for r in found.values() if r["semantic_rank"]), key=lambda r: r["semantic_rank"]
@@ -374,25 +383,35 @@ def hits(
             weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
         scores = fusion.weighted(signals, weight)
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
-    ranked = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
+    best = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
+    return [
+        Ranked(found[node_id], float(scores[node_id]), position)
+        for position, node_id in enumerate(best, start=1)
+    ]
+
+
+def hits(
+    rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder, namespace: str
+) -> list[Hit]:
+    """The recall statement's rows as ranked hits: fused, ties broken, provenance attached."""
     return [
         Hit(
-            node=to_node({**found[node_id], "data": json.loads(found[node_id]["data"])}, namespace),
-            score=float(scores[node_id]),
+            node=to_node({**r.row, "data": json.loads(r.row["data"])}, namespace),
+            score=r.score,
             parts=ScoreParts(
-                similarity=found[node_id]["similarity"],
-                lexical=found[node_id]["lexical"],
-                semantic_rank=found[node_id]["semantic_rank"],
-                lexical_rank=found[node_id]["lexical_rank"],
-                fused_rank=position,
+                similarity=r.row["similarity"],
+                lexical=r.row["lexical"],
+                semantic_rank=r.row["semantic_rank"],
+                lexical_rank=r.row["lexical_rank"],
+                fused_rank=r.rank,
             ),
             instruction_signals=memory_signals(
-                label=found[node_id]["label"],
-                content=found[node_id]["content"],
-                node_type=found[node_id]["node_type"],
-                tier=found[node_id]["tier"],
-                actor=found[node_id]["actor"],
+                label=r.row["label"],
+                content=r.row["content"],
+                node_type=r.row["node_type"],
+                tier=r.row["tier"],
+                actor=r.row["actor"],
             ),
         )
-        for position, node_id in enumerate(ranked, start=1)
+        for r in ranked(rows, q, embedder)
     ]

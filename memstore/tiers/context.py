@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib.resources import files
-from typing import TYPE_CHECKING, Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -29,9 +29,9 @@ from memstore.db.queries import named_queries
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
 from memstore.inputs import validated
-from memstore.models import Hit, Node
+from memstore.models import Node
 from memstore.recall import RecallQuery
-from memstore.recall import hits as recall_hits
+from memstore.recall import ranked as recall_ranked
 from memstore.recall import send as send_recall
 from memstore.recall.injection import memory_signals
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
@@ -192,6 +192,11 @@ class Entry(NamedTuple):
     recorded_at: datetime
 
     @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> Entry:
+        """From a row with (at least) these columns, such as a recall statement's."""
+        return cls(*(row[name] for name in cls._fields))
+
+    @classmethod
     def of(cls, node: Node) -> Entry:
         return cls(
             node.id,
@@ -292,8 +297,6 @@ class Gathered(NamedTuple):
     """Candidates without a vector of the namespace's embedder."""
     stale: list[int]
     """Candidates whose vector no longer matches their text."""
-    signals: dict[int, tuple[str, ...]]
-    """The instruction signals of the recalled candidates (scanned by recall)."""
 
 
 def _tier_candidates(session: bool) -> sql.Composed:
@@ -351,8 +354,9 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
             count = counted.fetchone()
         redacted = int(count[0]) if count else 0
         ns.learn_from_recall(recall_rows)
-        hits: list[Hit] = recall_hits(recall_rows, spec, ns.embedder, ns.name)
-        relevance = {h.node.id: (h.score, rank) for rank, h in enumerate(hits, start=1)}
+        # The hits stay rows: a packet shows few of them, and builds what it shows.
+        top = recall_ranked(recall_rows, spec, ns.embedder)
+        relevance = {r.row["id"]: (r.score, r.rank) for r in top}
         timings["recall"] = _ms(started)
 
         started = time.perf_counter()
@@ -362,16 +366,16 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         candidates: dict[str, list[tuple[Entry, float, str]]] = {}
         candidates["scratchpad"] = _ranked(entries[SCRATCHPAD], relevance, "pinned")
         candidates["lessons"] = _ranked(entries[LESSONS], relevance, "high confidence")
-        procedures = [Entry.of(h.node) for h in hits if h.node.tier == PROCEDURES]
+        procedures = [Entry.of_row(r.row) for r in top if r.row["tier"] == PROCEDURES]
         candidates["procedures"] = _ranked(procedures, relevance, "")
-        relevant_turns = [Entry.of(h.node) for h in hits if h.node.tier == TIMELINE]
+        relevant_turns = [Entry.of_row(r.row) for r in top if r.row["tier"] == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
         candidates["timeline"] = _ranked(turns, relevance, "recent turn")
         timings["tiers"] = _ms(started)
 
         started = time.perf_counter()
         # Spreading activation from the best hits reaches what recall missed.
-        seeds = {h.node.id: h.score / (hits[0].score or 1.0) for h in hits[:10]}
+        seeds = {r.row["id"]: r.score / (top[0].score or 1.0) for r in top[:10]}
         graph: list[tuple[Entry, float, str]] = []
         if seeds:
             activated = spreading.run(
@@ -398,8 +402,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
         # this transaction instead of a transaction of its own after the fill.
         every = [node.id for section in candidates.values() for node, _, _ in section]
         missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every, prepare=prepare)
-    signals = {h.node.id: h.instruction_signals for h in hits}
-    return Gathered(candidates, redacted, missing, stale, signals)
+    return Gathered(candidates, redacted, missing, stale)
 
 
 # --- filling the budget -----------------------------------------------------------
@@ -433,8 +436,8 @@ def assemble(
     # Each candidate's line (and newline) is priced once, though two passes may
     # consider it; the item itself is built only when chosen. The instruction
     # scan, the costliest part, runs only for a candidate that fits without
-    # its mark (the mark only lengthens a line), and not again for a recall
-    # hit, which was scanned when recalled.
+    # its mark (the mark only lengthens a line): recalled candidates too,
+    # whose rows the packet reads without building hits.
     priced: dict[int, tuple[int, tuple[str, ...] | None]] = {}
 
     def price(node: Entry, *, scan: bool) -> tuple[int, tuple[str, ...]]:
@@ -443,15 +446,13 @@ def assemble(
             priced[node.id] = (token_counter(_line_of(node, ())) + 1, None)
         line, signals = priced[node.id]
         if scan and signals is None:
-            signals = found.signals.get(node.id)
-            if signals is None:
-                signals = memory_signals(
-                    label=node.label,
-                    content=node.content,
-                    node_type=node.node_type,
-                    tier=node.tier,
-                    actor=node.actor,
-                )
+            signals = memory_signals(
+                label=node.label,
+                content=node.content,
+                node_type=node.node_type,
+                tier=node.tier,
+                actor=node.actor,
+            )
             if signals:
                 line = token_counter(_line_of(node, signals)) + 1
             priced[node.id] = (line, signals)
