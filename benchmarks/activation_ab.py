@@ -79,8 +79,9 @@ def worker(role: str, tree: str, url: str, size: int) -> None:
         for statement in ("PULL", "NODE_ROWS"):
             if hasattr(pull_module, statement):
                 text = getattr(pull_module, statement).as_string(None)
-                setattr(pull_module, statement, type(pull_module.PULL)(
-                    calls.sub(r"actbase.\1(", text)))
+                setattr(
+                    pull_module, statement, type(pull_module.PULL)(calls.sub(r"actbase.\1(", text))
+                )
     bench = importlib.import_module("activation")
     from memstore import MemoryStore
 
@@ -132,8 +133,15 @@ def result_of(
         act = ns.activate(seeds=seeds, depth=depth, fanout=bench.FANOUT)
         return {
             "working": [
-                [i.node.id, i.score, i.raw_score, i.depth, [s.node_id for s in i.path],
-                 [s.edge_id for s in i.path], i.node.content]
+                [
+                    i.node.id,
+                    i.score,
+                    i.raw_score,
+                    i.depth,
+                    [s.node_id for s in i.path],
+                    [s.edge_id for s in i.path],
+                    i.node.content,
+                ]
                 for i in act.working_memory
             ],
             # By id: near-equal activations may swap places as the ages move.
@@ -144,32 +152,69 @@ def result_of(
             "stats": [act.stats.seeds, act.stats.nodes, act.stats.edges],
         }
     import numpy as np
+
     from memstore.activation import scoring
     from memstore.activation.model import ActivationParams
     from memstore.activation.pull import pull
 
     with store.transaction() as conn:
-        nb = pull(conn, ns.id, sorted(seeds), depth=depth, fanout=bench.FANOUT,
-                  both_directions=False, privacy_ceiling=None, as_of=None, vector=vector,
-                  model=ns.embedder.name)
-    scores = scoring.score(nb, np.asarray(seeds, dtype=np.int64), np.ones(len(seeds)),
-                           depth=depth, limit=20, has_query=True, params=ActivationParams())
-    edges = sorted(zip(nb.edge_src.tolist(), nb.edge_dst.tolist(), nb.edge_id.tolist(),
-                       nb.edge_weight.tolist(), nb.edge_hebb.tolist(),
-                       nb.edge_inhibitory.tolist(), nb.edge_relation, nb.edge_reverse.tolist(),
-                       nb.edge_depth.tolist(), strict=True))
+        nb = pull(
+            conn,
+            ns.id,
+            sorted(seeds),
+            depth=depth,
+            fanout=bench.FANOUT,
+            both_directions=False,
+            privacy_ceiling=None,
+            as_of=None,
+            vector=vector,
+            model=ns.embedder.name,
+        )
+    scores = scoring.score(
+        nb,
+        np.asarray(seeds, dtype=np.int64),
+        np.ones(len(seeds)),
+        depth=depth,
+        limit=20,
+        has_query=True,
+        params=ActivationParams(),
+    )
+    edges = sorted(
+        zip(
+            nb.edge_src.tolist(),
+            nb.edge_dst.tolist(),
+            nb.edge_id.tolist(),
+            nb.edge_weight.tolist(),
+            nb.edge_hebb.tolist(),
+            nb.edge_inhibitory.tolist(),
+            nb.edge_relation,
+            nb.edge_reverse.tolist(),
+            nb.edge_depth.tolist(),
+            strict=True,
+        )
+    )
     order = np.argsort(nb.node_id)
     sim = np.nan_to_num(nb.node_similarity[order], nan=-9.0)
     return {
         "edges": edges,
-        "nodes": [nb.node_id[order].tolist(), nb.node_depth[order].tolist(),
-                  nb.node_layer[order].tolist(), [nb.node_type[i] for i in order],
-                  [nb.node_label[i] for i in order], [nb.node_tier[i] for i in order]],
-        "numbers": [sim.tolist(), nb.node_importance[order].tolist(),
-                    nb.node_decay_rate[order].tolist(), scores.final[order].tolist(),
-                    scores.raw[order].tolist()],
-        "access": sorted(zip(nb.access_node.tolist(), np.round(nb.access_age).tolist(),
-                             strict=True)),
+        "nodes": [
+            nb.node_id[order].tolist(),
+            nb.node_depth[order].tolist(),
+            nb.node_layer[order].tolist(),
+            [nb.node_type[i] for i in order],
+            [nb.node_label[i] for i in order],
+            [nb.node_tier[i] for i in order],
+        ],
+        "numbers": [
+            sim.tolist(),
+            nb.node_importance[order].tolist(),
+            nb.node_decay_rate[order].tolist(),
+            scores.final[order].tolist(),
+            scores.raw[order].tolist(),
+        ],
+        "access": sorted(
+            zip(nb.access_node.tolist(), np.round(nb.access_age).tolist(), strict=True)
+        ),
         "working": nb.node_id[scores.working_memory].tolist(),
     }
 
@@ -300,8 +345,10 @@ def main() -> int:
                     found = [d for a, b in pairs for d in differences(a["result"], b["result"])]
                     compared += total
                     different += len(found)
-                    print(f"  {side:10} results compared: {total}, differences: {len(found)}"
-                          + (f" (first: {found[0][:300]})" if found else ""))
+                    print(
+                        f"  {side:10} results compared: {total}, differences: {len(found)}"
+                        + (f" (first: {found[0][:300]})" if found else "")
+                    )
             for (role, side), answers in got.items():
                 ms = np.array([a["ms"] for a in answers])
                 stages = {
