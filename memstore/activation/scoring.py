@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memstore.activation.model import ActivationParams
-from memstore.activation.pull import FloatArray, IntArray, Neighbourhood
+from memstore.activation.pull import BoolArray, FloatArray, IntArray, Neighbourhood
 
 MIN_AGE_SECONDS = 1.0  # an access "now" counts as one second old: t^-d stays finite
 
@@ -259,10 +259,7 @@ def score(
         final = final + params.neighbour_share * neighbour_sum(
             final, src[exc], dst[exc], w_eff[exc]
         )
-    thresholds = np.array([params.threshold(t) for t in nb.node_type], dtype=np.float64)
-    eligible = np.array(
-        [t not in params.never_working_memory for t in nb.node_type], dtype=np.bool_
-    )
+    thresholds, eligible = working_memory_rules(nb.node_type, params)
     chosen = np.flatnonzero(eligible & (final > 0) & (final >= thresholds))
     chosen = chosen[np.lexsort((nb.node_id[chosen], nb.node_layer[chosen], -final[chosen]))]
     return Scores(
@@ -276,6 +273,23 @@ def score(
         excitatory=exc,
         edge_src=src,
     )
+
+
+def working_memory_rules(
+    node_types: list[str], params: ActivationParams
+) -> tuple[FloatArray, BoolArray]:
+    """Each node's working-memory threshold, and whether its type may enter at all.
+
+    Looked up once per distinct type (a pull has a handful of types and up to
+    thousands of nodes), then spread to the nodes by a list lookup.
+    """
+    rules = {
+        t: (params.threshold(t), t not in params.never_working_memory) for t in set(node_types)
+    }
+    found = [rules[t] for t in node_types]
+    thresholds = np.fromiter((r[0] for r in found), dtype=np.float64, count=len(found))
+    eligible = np.fromiter((r[1] for r in found), dtype=np.bool_, count=len(found))
+    return thresholds, eligible
 
 
 def strongest_path(scores: Scores, node: int) -> list[tuple[int, int]]:
@@ -299,4 +313,5 @@ __all__ = [
     "score",
     "similarity",
     "strongest_path",
+    "working_memory_rules",
 ]
