@@ -429,3 +429,71 @@ def test_edges_are_followed_backwards_only_when_asked(ns, database_url):
             (ns.id,),
         ).fetchall()
     assert sessions == [("s-1",)]
+
+
+def test_a_learned_edge_in_either_direction_competes_for_the_cap_at_any_hop(ns, database_url):
+    # The hub is reached at hop 1, so its edges are capped in hop 2; a plain
+    # node (b) in the same hop keeps its heaviest edges in index order, both ways.
+    n = make(ns, "seed", "hub", "b", "b_out", "b_in", "light", "heavy_out", "heavy_in")
+    ns.link(n["seed"].id, n["hub"].id, weight=0.9)
+    ns.link(n["seed"].id, n["b"].id, weight=0.9)
+    ns.link(n["b"].id, n["b_out"].id, weight=0.4)
+    ns.link(n["b_in"].id, n["b"].id, weight=0.3)
+    ns.link(n["hub"].id, n["heavy_out"].id, weight=0.6)
+    ns.link(n["heavy_in"].id, n["hub"].id, weight=0.5)
+    light = ns.link(n["light"].id, n["hub"].id, weight=0.05)  # an in-edge of the hub
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO memstore.edge_state (namespace_id, edge_id, src, dst, hebbian_weight)"
+            " VALUES (%s, %s, %s, %s, 0.9)",
+            (ns.id, light.id, n["light"].id, n["hub"].id),
+        )
+    reached = {r.id: r for r in ns.activate(seeds=[n["seed"].id], depth=2, fanout=3,
+                                             both_directions=True).background}  # fmt: skip
+    # the hub: the learned in-edge (w_eff 0.905), the edge back to the seed
+    # (0.9) and its heavier out-edge (0.6), not its other in-edge (0.5)
+    assert reached[n["light"].id].via_edge == light.id
+    assert n["heavy_out"].id in reached and n["heavy_in"].id not in reached
+    # b: the edge back to the seed and both of its own, one followed backwards
+    assert {n["b_out"].id, n["b_in"].id} <= set(reached)
+    # one direction only: the learned in-edge is not followed at all
+    forward = {r.id for r in ns.activate(seeds=[n["seed"].id], depth=2, fanout=3).background}
+    assert forward == {n[k].id for k in ("seed", "hub", "b", "heavy_out", "b_out")}
+
+
+def test_similarity_is_read_for_every_reached_node_with_or_without_a_vector(ns, database_url):
+    # All vectors present: one scan reads them; one missing: each node is probed.
+    # Either way each node gets its own cosine (NaN without a vector) and depth.
+    from memstore.activation.pull import pull
+
+    n = make(ns, "a", "b", "c", "d")
+    for src, dst in (("a", "b"), ("b", "c"), ("a", "d")):
+        ns.link(n[src].id, n[dst].id, weight=0.5)
+    vector = ns.embedder.embed(["memory c"])[0]
+
+    def pulled():
+        with ns.connection() as conn:
+            nb = pull(conn, ns.id, [n["a"].id], depth=2, fanout=16, both_directions=False,
+                      privacy_ceiling=None, as_of=None, vector=vector,
+                      model=ns.embedder.name)  # fmt: skip
+        ids = nb.node_id.tolist()
+        return dict(zip(ids, nb.node_similarity.tolist(), strict=True)), dict(
+            zip(ids, nb.node_depth.tolist(), strict=True)
+        )
+
+    similarity, depth = pulled()
+    assert depth == {n["a"].id: 0, n["b"].id: 1, n["d"].id: 1, n["c"].id: 2}
+    assert similarity[n["c"].id] == pytest.approx(1.0)
+    for key in "abd":
+        own = ns.embedder.embed([f"memory {key}"])[0]
+        cosine = float(own @ vector) / float((own @ own) ** 0.5 * (vector @ vector) ** 0.5)
+        assert similarity[n[key].id] == pytest.approx(cosine, abs=1e-5)
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "DELETE FROM memstore.embeddings WHERE namespace_id = %s AND node_id = %s",
+            (ns.id, n["b"].id),
+        )
+    without_b, depth_after = pulled()
+    assert depth_after == depth
+    assert math.isnan(without_b.pop(n["b"].id))
+    assert without_b == pytest.approx({k: v for k, v in similarity.items() if k != n["b"].id})
