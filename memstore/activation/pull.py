@@ -7,7 +7,8 @@ whether they may be used), so checking them costs no round trip of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,10 @@ PULL = sql.SQL(
     " %(as_of)s::timestamptz, %(vector)s::vector, %(model)s::text)"
 )
 NODE_ROWS = sql.SQL("SELECT * FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[])")
+
+# Opens a pipeline on the raw connection (PipelinedTransaction.pipeline): the
+# statement then travels with what the transaction queues around it.
+Pipeline = Callable[[], AbstractContextManager[Any]]
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
@@ -113,12 +118,15 @@ def pull(
     as_of: datetime | None,
     vector: np.ndarray[Any, Any] | None,
     model: str,
+    pipeline: Pipeline | None = None,
 ) -> Neighbourhood:
     """Pull the neighbourhood of ``seeds`` and ``given`` (any version of a node: each stands
     for its current one).
 
     For ``given``, the caller's own seed ids, the result also says what each
     one resolved to and whether it may be used (``Neighbourhood.given``).
+    With ``pipeline`` the statement is sent in it (e.g. with the transaction's
+    BEGIN and scope: one wait for the server).
     """
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -135,7 +143,9 @@ def pull(
         "model": model,
     }
     with raw.cursor(binary=True) as cursor:
-        row = cursor.execute(PULL, params).fetchone()
+        with (pipeline or nullcontext)():
+            cursor.execute(PULL, params)
+        row = cursor.fetchone()
         assert row is not None and cursor.description is not None
         found = dict(zip([c.name for c in cursor.description], row, strict=True))
     return Neighbourhood(
@@ -171,17 +181,28 @@ def pull(
 
 
 def node_rows(
-    conn: Connection, namespace_id: int, namespace: str, ids: Iterable[int]
+    conn: Connection,
+    namespace_id: int,
+    namespace: str,
+    ids: Iterable[int],
+    *,
+    pipeline: Pipeline | None = None,
+    also: Callable[[], None] | None = None,
 ) -> dict[int, Node]:
     """Nodes by id with their status, as :func:`memstore.graph.rows.fetch_nodes` reads them.
 
-    Missing ids are absent from the result.
+    Missing ids are absent from the result. With ``pipeline`` the statement
+    is sent in it, and ``also`` queues more statements after it (learning,
+    say) in the same pipeline.
     """
     wanted = sorted(set(ids))
-    if not wanted:
-        return {}
     raw = conn.connection.driver_connection
     assert raw is not None
     with raw.cursor(binary=True, row_factory=dict_row) as cursor:
-        rows = cursor.execute(NODE_ROWS, {"ns": namespace_id, "ids": wanted}).fetchall()
+        with (pipeline or nullcontext)():
+            if wanted:
+                cursor.execute(NODE_ROWS, {"ns": namespace_id, "ids": wanted})
+            if also is not None:
+                also()
+        rows = cursor.fetchall() if wanted else []
     return {row["id"]: to_node(row, namespace) for row in rows}
