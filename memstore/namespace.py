@@ -606,6 +606,7 @@ class Namespace:
                 given=given,
                 check_given=lambda: self._seed_ids(conn, given, request.as_of),
                 tx=tx,
+                prepare=self.settings.prepared_statements,
             )
 
     def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:

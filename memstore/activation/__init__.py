@@ -51,6 +51,7 @@ def run(
     given: Sequence[int] = (),
     check_given: Callable[[], dict[int, float]] | None = None,
     tx: PipelinedTransaction | None = None,
+    prepare: bool = False,
 ) -> Activation:
     """Activate from ``seeds`` (current node id → seed strength) and ``given`` as ``request`` asks.
 
@@ -62,7 +63,8 @@ def run(
     With ``tx`` (``conn``'s transaction, see
     :func:`~memstore.db.transaction.pipelined_namespace_transaction`) the pull
     goes out in its first pipeline, and working memory's rows, what is
-    learned and COMMIT in its last: two waits for the server.
+    learned and COMMIT in its last: two waits for the server. ``prepare``
+    keeps the pull and the read of working memory prepared on the connection.
     """
     timings = dict(timings or {})
     depth, limit, params = request.depth, request.limit, request.params
@@ -80,6 +82,7 @@ def run(
         vector=vector,
         model=model,
         pipeline=None if tx is None else tx.pipeline,
+        prepare=prepare,
     )
     timings["pull"] = _ms(started)
     if given:
@@ -126,10 +129,11 @@ def run(
             chosen_ids,
             pipeline=lambda: tx.pipeline(commit=True),
             also=learn if request.learn else None,
+            prepare=prepare,
         )
         timings["fetch"] = _ms(started)
     else:
-        nodes = node_rows(conn, namespace_id, namespace, chosen_ids)
+        nodes = node_rows(conn, namespace_id, namespace, chosen_ids, prepare=prepare)
         timings["fetch"] = _ms(started)
         if request.learn:
             started = time.perf_counter()

@@ -119,6 +119,7 @@ def pull(
     vector: np.ndarray[Any, Any] | None,
     model: str,
     pipeline: Pipeline | None = None,
+    prepare: bool = False,
 ) -> Neighbourhood:
     """Pull the neighbourhood of ``seeds`` and ``given`` (any version of a node: each stands
     for its current one).
@@ -126,7 +127,8 @@ def pull(
     For ``given``, the caller's own seed ids, the result also says what each
     one resolved to and whether it may be used (``Neighbourhood.given``).
     With ``pipeline`` the statement is sent in it (e.g. with the transaction's
-    BEGIN and scope: one wait for the server).
+    BEGIN and scope: one wait for the server); ``prepare`` keeps the statement
+    prepared on the connection (no parsing and planning of the call).
     """
     raw = conn.connection.driver_connection
     assert raw is not None
@@ -144,7 +146,7 @@ def pull(
     }
     with raw.cursor(binary=True) as cursor:
         with (pipeline or nullcontext)():
-            cursor.execute(PULL, params)
+            cursor.execute(PULL, params, prepare=prepare)
         row = cursor.fetchone()
         assert row is not None and cursor.description is not None
         found = dict(zip([c.name for c in cursor.description], row, strict=True))
@@ -188,12 +190,13 @@ def node_rows(
     *,
     pipeline: Pipeline | None = None,
     also: Callable[[], None] | None = None,
+    prepare: bool = False,
 ) -> dict[int, Node]:
     """Nodes by id with their status, as :func:`memstore.graph.rows.fetch_nodes` reads them.
 
     Missing ids are absent from the result. With ``pipeline`` the statement
     is sent in it, and ``also`` queues more statements after it (learning,
-    say) in the same pipeline.
+    say) in the same pipeline; ``prepare`` as for :func:`pull`.
     """
     wanted = sorted(set(ids))
     raw = conn.connection.driver_connection
@@ -201,7 +204,7 @@ def node_rows(
     with raw.cursor(binary=True, row_factory=dict_row) as cursor:
         with (pipeline or nullcontext)():
             if wanted:
-                cursor.execute(NODE_ROWS, {"ns": namespace_id, "ids": wanted})
+                cursor.execute(NODE_ROWS, {"ns": namespace_id, "ids": wanted}, prepare=prepare)
             if also is not None:
                 also()
         rows = cursor.fetchall() if wanted else []
