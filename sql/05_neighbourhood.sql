@@ -352,7 +352,17 @@ BEGIN
         -- the cached generic plan, so the edges are read by an index-only scan
         -- of ix_edges_out; with p_as_of (a parameter) every edge costs a heap
         -- fetch for recorded_at.
-        IF p_as_of IS NULL THEN
+        IF p_as_of IS NULL AND cardinality(special) = 0 THEN
+            -- The usual hop: no node needs heaviest_edges().
+            SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
+                   coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
+                   coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
+                   coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
+            INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
+            FROM unnest(frontier) AS f(node)
+            CROSS JOIN LATERAL memstore.plain_edges(
+                p_ns, f.node, p_fanout, p_both, p_privacy, NULL) AS x;
+        ELSIF p_as_of IS NULL THEN
             SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
                    coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
                    coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
