@@ -497,3 +497,29 @@ def test_similarity_is_read_for_every_reached_node_with_or_without_a_vector(ns, 
     assert depth_after == depth
     assert math.isnan(without_b.pop(n["b"].id))
     assert without_b == pytest.approx({k: v for k, v in similarity.items() if k != n["b"].id})
+
+
+def test_a_refused_activation_leaves_its_pooled_connection_transactional(ns, database_url):
+    # activate() opens its transaction with the pull (autocommit on the driver,
+    # BEGIN sent by hand): whether it commits or fails, the connection goes back
+    # to the pool as it came, so the next transaction is still all-or-nothing.
+    n = make(ns, "a", "b")
+    ns.link(n["a"].id, n["b"].id, weight=0.5)
+    for seeds in ([n["a"].id], [10**12]):
+        try:
+            ns.activate(seeds=seeds, learn=True)
+        except NodeNotFoundError:
+            pass
+        before = row_counts(database_url)
+        with pytest.raises(RuntimeError), ns.transaction() as tx:
+            tx.remember("written, then rolled back")
+            raise RuntimeError("abort")
+        assert row_counts(database_url) == before
+    # the learning of the first activation was committed
+    with psycopg.connect(database_url) as conn:
+        counted = one(
+            conn,
+            "SELECT count(*) FROM memstore.activations WHERE namespace_id = %s",
+            (ns.id,),
+        )
+    assert counted == (2,)
