@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from datetime import timedelta
@@ -523,3 +524,34 @@ def test_a_refused_activation_leaves_its_pooled_connection_transactional(ns, dat
             (ns.id,),
         )
     assert counted == (2,)
+
+
+def test_the_pull_reads_numeric_arrays_as_psycopg_would_list_them(ns):
+    # pull() loads NULL-free numeric arrays straight into numpy; the values must
+    # be what psycopg's own loader gives (with and without NULLs inside).
+    pull_module = importlib.import_module("memstore.activation.pull")  # not the function
+
+    n = make(ns, "a", "b", "c")
+    ns.link(n["a"].id, n["b"].id, weight=0.3)
+    ns.link(n["a"].id, n["c"].id, weight=0.7, inhibitory=True)
+    for vector in (None, ns.embedder.embed(["memory b"])[0]):
+        params = {"ns": ns.id, "seeds": [n["a"].id], "given": [n["a"].id], "depth": 2,
+                  "fanout": 16, "both": False, "privacy": None, "as_of": None,
+                  "vector": vector, "model": ns.embedder.name}  # fmt: skip
+        with ns.connection() as conn:
+            nb = pull_module.pull(
+                conn, ns.id, [n["a"].id], given=[n["a"].id], depth=2, fanout=16,
+                both_directions=False, privacy_ceiling=None, as_of=None, vector=vector,
+                model=ns.embedder.name,
+            )  # fmt: skip
+            raw = conn.connection.driver_connection
+            with raw.cursor(binary=True) as cursor:
+                row = cursor.execute(pull_module.PULL, params).fetchone()
+                listed = dict(zip([c.name for c in cursor.description], row, strict=True))
+        for name in ("edge_src", "edge_id", "edge_weight", "edge_inhibitory", "edge_depth",
+                     "node_id", "node_depth", "node_layer", "node_importance"):  # fmt: skip
+            assert getattr(nb, name).tolist() == pytest.approx(listed[name]), name
+        similarity = [math.nan if v is None else v for v in listed["node_similarity"]]
+        assert nb.node_similarity.tolist() == pytest.approx(similarity, nan_ok=True)
+        assert nb.given is not None and nb.given.current == [n["a"].id]
+        assert nb.given.known == [True] and type(nb.given.known[0]) is bool
