@@ -53,7 +53,13 @@ BASE_FUNCTIONS = (
     "live_end",
     "heaviest_edges",
     "neighbourhood",
+    "neighbourhood_v2",
+    "node_rows",
 )
+# Numbers are compared between the sides with this relative tolerance: node
+# ages come from now(), which moves between two calls by milliseconds, and
+# salience (so every activation) moves with them by ~1e-6 on this graph.
+RTOL = 1e-4
 
 
 def worker(role: str, tree: str, url: str, size: int) -> None:
@@ -67,11 +73,15 @@ def worker(role: str, tree: str, url: str, size: int) -> None:
 
     if role == "base":
         migrate.require_current = lambda conn: None  # type: ignore[assignment]
+        # The base's statements call its own functions, installed in actbase.
         pull_module = importlib.import_module("memstore.activation.pull")
-        text = pull_module.PULL.as_string(None).replace(
-            "memstore.neighbourhood(", "actbase.neighbourhood("
-        )
-        pull_module.PULL = type(pull_module.PULL)(text)
+        calls = re.compile(r"memstore\.(" + "|".join(BASE_FUNCTIONS) + r")\(")
+        for statement in ("PULL", "NODE_ROWS"):
+            if hasattr(pull_module, statement):
+                text = getattr(pull_module, statement).as_string(None)
+                setattr(
+                    pull_module, statement, type(pull_module.PULL)(calls.sub(r"actbase.\1(", text))
+                )
     bench = importlib.import_module("activation")
     from memstore import MemoryStore
 
@@ -84,9 +94,13 @@ def worker(role: str, tree: str, url: str, size: int) -> None:
         raise SystemExit(f"no complete load of {size} nodes: run benchmarks/activation.py first")
     if role == "base":
         sql = (Path(tree) / "sql" / "05_neighbourhood.sql").read_text()
+        # Every function the file defines or calls goes to actbase (the
+        # recursive helpers of sql/04_versions.sql stay shared), so the
+        # head's definitions in memstore are never replaced.
         pattern = r"memstore\.(" + "|".join(BASE_FUNCTIONS) + r")\("
         raw.execute("DROP SCHEMA IF EXISTS actbase CASCADE")
         raw.execute("CREATE SCHEMA actbase")
+        raw.execute("GRANT USAGE ON SCHEMA actbase TO PUBLIC")
         raw.execute(re.sub(pattern, r"actbase.\1(", sql))
     store = MemoryStore.open(
         url, embedder=bench.VectorsOnly(bench.model_for(name)), auto_upgrade=role == "head"
@@ -104,8 +118,131 @@ def worker(role: str, tree: str, url: str, size: int) -> None:
         else:
             sample = bench.run_raw(raw, ns.id, ns.embedder.name, seeds, depth, vector)
         answer = {"ms": sample.seconds * 1000, "nodes": sample.nodes, "stages": sample.stages_ms}
+        if call["side"] != "raw" and call.get("compare"):
+            # Outside the timed part: what the call returned, for the other side.
+            answer["result"] = result_of(bench, store, ns, call["side"], seeds, depth, vector)
         print(json.dumps(answer), flush=True)
     store.close()
+
+
+def result_of(
+    bench: Any, store: Any, ns: Any, side: str, seeds: list[int], depth: int, vector: Any
+) -> dict[str, Any]:
+    """What a side's call returns, as JSON: compared between base and head."""
+    if side == "activate":
+        act = ns.activate(seeds=seeds, depth=depth, fanout=bench.FANOUT)
+        return {
+            "working": [
+                [
+                    i.node.id,
+                    i.score,
+                    i.raw_score,
+                    i.depth,
+                    [s.node_id for s in i.path],
+                    [s.edge_id for s in i.path],
+                    i.node.content,
+                ]
+                for i in act.working_memory
+            ],
+            # By id: near-equal activations may swap places as the ages move.
+            "background": sorted(
+                [r.id, r.activation, r.raw_activation, r.depth, r.via_edge, r.in_working_memory]
+                for r in act.background
+            ),
+            "stats": [act.stats.seeds, act.stats.nodes, act.stats.edges],
+        }
+    import numpy as np
+
+    from memstore.activation import scoring
+    from memstore.activation.model import ActivationParams
+    from memstore.activation.pull import pull
+
+    with store.transaction() as conn:
+        nb = pull(
+            conn,
+            ns.id,
+            sorted(seeds),
+            depth=depth,
+            fanout=bench.FANOUT,
+            both_directions=False,
+            privacy_ceiling=None,
+            as_of=None,
+            vector=vector,
+            model=ns.embedder.name,
+        )
+    scores = scoring.score(
+        nb,
+        np.asarray(seeds, dtype=np.int64),
+        np.ones(len(seeds)),
+        depth=depth,
+        limit=20,
+        has_query=True,
+        params=ActivationParams(),
+    )
+    edges = sorted(
+        zip(
+            nb.edge_src.tolist(),
+            nb.edge_dst.tolist(),
+            nb.edge_id.tolist(),
+            nb.edge_weight.tolist(),
+            nb.edge_hebb.tolist(),
+            nb.edge_inhibitory.tolist(),
+            nb.edge_relation,
+            nb.edge_reverse.tolist(),
+            nb.edge_depth.tolist(),
+            strict=True,
+        )
+    )
+    order = np.argsort(nb.node_id)
+    sim = np.nan_to_num(nb.node_similarity[order], nan=-9.0)
+    return {
+        "edges": edges,
+        "nodes": [
+            nb.node_id[order].tolist(),
+            nb.node_depth[order].tolist(),
+            nb.node_layer[order].tolist(),
+            [nb.node_type[i] for i in order],
+            [nb.node_label[i] for i in order],
+            [nb.node_tier[i] for i in order],
+        ],
+        "numbers": [
+            sim.tolist(),
+            nb.node_importance[order].tolist(),
+            nb.node_decay_rate[order].tolist(),
+            scores.final[order].tolist(),
+            scores.raw[order].tolist(),
+        ],
+        "access": sorted(
+            zip(nb.access_node.tolist(), np.round(nb.access_age).tolist(), strict=True)
+        ),
+        "working": nb.node_id[scores.working_memory].tolist(),
+    }
+
+
+def differences(a: Any, b: Any, where: str = "") -> list[str]:
+    """Where two results differ (floats within RTOL are equal)."""
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if abs(a - b) <= RTOL * max(abs(a), abs(b), 1e-12):
+                return []
+        return [f"{where}: {a!r} != {b!r}"]
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} != {len(b)} entries"]
+        found: list[str] = []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found += differences(x, y, f"{where}[{i}]")
+            if found:
+                return found
+        return found
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = []
+        for key in sorted(set(a) | set(b)):
+            found += differences(a.get(key), b.get(key), f"{where}.{key}")
+            if found:
+                return found
+        return found
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
 def start(role: str, tree: str, url: str, size: int) -> subprocess.Popen[str]:
@@ -140,6 +277,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--data-dir", default="/tmp/memstore-bench-activation")
     p.add_argument("--refresh-sql", action="store_true")
+    p.add_argument("--no-compare", action="store_true", help="do not compare the results")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--tree", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
@@ -178,12 +316,14 @@ def main() -> int:
         workers = {"head": start("head", args.head, url, args.size)}  # migrates first
         workers["base"] = start("base", args.base, url, args.size)
         summary: dict[str, list[float]] = {}
+        compared = different = 0
         for depth in [int(d) for d in args.depths.split(",")]:
             rng = np.random.default_rng([settings.seed, 20, args.size, depth])
             total = args.warmup + args.repeats
             seed_sets = [rng.choice(pool, size=10, replace=False).tolist() for _ in range(total)]
             queries = clusters.sample(np.random.default_rng([settings.seed, 21, args.size]), total)
             got: dict[tuple[str, str], list[dict[str, Any]]] = {side: [] for side in SIDES}
+            got_all: dict[tuple[str, str], list[dict[str, Any]]] = {}
             for i in range(total):
                 for role, side in SIDES[i % 5 :] + SIDES[: i % 5]:
                     call = {
@@ -191,11 +331,24 @@ def main() -> int:
                         "seeds": seed_sets[i],
                         "depth": depth,
                         "vector": queries[i].tolist(),
+                        "compare": not args.no_compare,
                     }
                     answer = ask(workers[role], call)
+                    got_all.setdefault((role, side), []).append(answer)
                     if i >= args.warmup:
                         got[(role, side)].append(answer)
             print(f"== {args.size:,} nodes, {depth} hops, {args.repeats} calls per side")
+            if not args.no_compare:
+                # Every call, warm-up included: base's answer against head's.
+                for side in ("activate", "pull_score"):
+                    pairs = zip(got_all[("base", side)], got_all[("head", side)], strict=True)
+                    found = [d for a, b in pairs for d in differences(a["result"], b["result"])]
+                    compared += total
+                    different += len(found)
+                    print(
+                        f"  {side:10} results compared: {total}, differences: {len(found)}"
+                        + (f" (first: {found[0][:300]})" if found else "")
+                    )
             for (role, side), answers in got.items():
                 ms = np.array([a["ms"] for a in answers])
                 stages = {
@@ -206,6 +359,8 @@ def main() -> int:
                 summary[f"{depth}/{role}/{side}"] = [p50, p95]
                 print(f"  {role:4} {side:10} p50 {p50:7.2f}  p95 {p95:7.2f}  stages {stages}")
         print(json.dumps(summary))
+        if not args.no_compare:
+            print(f"results compared: {compared}, differences: {different}")
         for process in workers.values():
             assert process.stdin is not None
             process.stdin.close()

@@ -23,6 +23,7 @@ from memstore.db.transaction import (
     confined,
     in_one_round_trip,
     namespace_transaction,
+    pipelined_namespace_transaction,
     transaction,
 )
 from memstore.embedding import cache
@@ -569,10 +570,14 @@ class Namespace:
             vector = self.embedder.embed([request.query])[0]
             if not vector.any():
                 vector = None
-        with self.connection(privacy_ceiling=request.privacy_ceiling) as conn:
+        with pipelined_namespace_transaction(
+            self._engine, self.id, privacy_ceiling=request.privacy_ceiling
+        ) as tx:
+            conn = tx.conn
             start: dict[int, float] = {}
             given = request.seeds or []
             if request.query is not None:
+                tx.start()  # the recall's statistics may be read first
                 hits = self.recall_in(
                     conn,
                     validated(
@@ -601,6 +606,8 @@ class Namespace:
                 # trip; the full check runs only to raise for a bad one.
                 given=given,
                 check_given=lambda: self._seed_ids(conn, given, request.as_of),
+                tx=tx,
+                prepare=self.settings.prepared_statements,
             )
 
     def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:

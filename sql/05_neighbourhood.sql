@@ -53,6 +53,20 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                 ELSE memstore.current_version(ns, node, as_of) END
 $$;
 
+-- resolved_version() as a set-returning function of one row: PostgreSQL
+-- inlines it into the calling query (a scalar SQL function with a subquery is
+-- a separate function execution per call instead).
+CREATE OR REPLACE FUNCTION memstore.current_of(
+    ns bigint, node bigint, as_of timestamptz
+) RETURNS TABLE (id bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                      WHERE s.namespace_id = ns AND s.old_id = node
+                        AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                THEN node
+                ELSE memstore.current_version(ns, node, as_of) END
+$$;
+
 -- The node and every version that led to it: the ids whose edges are its own.
 -- Each version is superseded at most once, so they form a tree below the
 -- node: its direct predecessors by one index probe, and the earlier versions
@@ -179,6 +193,48 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     LIMIT fanout
 $$;
 
+-- The fan-out cap of a node with no earlier versions and no learned edges
+-- (learning only ever touches the edges between working-memory nodes, so
+-- that is most nodes): every effective weight is its authored weight, so the
+-- heaviest live edges in index order are already the answer — no learned
+-- rows to merge, no grouping, no re-sort by effective weight. The same edges,
+-- in the same order, as heaviest_edges() returns for such a node (with both
+-- directions, an edge cannot be found both ways: its far end would be the
+-- node itself).
+CREATE OR REPLACE FUNCTION memstore.plain_edges(
+    ns bigint, node bigint, fanout int, both_ways boolean, ceiling int, as_of timestamptz
+) RETURNS TABLE (edge_id bigint, dst bigint, weight real, hebb real, inhibitory boolean,
+                 relation text, reverse boolean)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    (SELECT e.id, f.far, e.weight, 0::real, e.inhibitory, e.relation, false
+     FROM memstore.edges e
+     CROSS JOIN LATERAL memstore.live_end(
+         ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+     WHERE NOT both_ways AND e.namespace_id = ns AND e.src = node
+     ORDER BY e.weight DESC, e.id
+     LIMIT fanout)
+    UNION ALL
+    (SELECT c.edge_id, c.far, c.weight, 0::real, c.inhibitory, c.relation, c.reverse
+     FROM ((SELECT e.id AS edge_id, f.far, e.weight, e.inhibitory, e.relation,
+                   false AS reverse
+            FROM memstore.edges e
+            CROSS JOIN LATERAL memstore.live_end(
+                ns, e.id, e.recorded_at, e.dst, node, ceiling, as_of) AS f
+            WHERE both_ways AND e.namespace_id = ns AND e.src = node
+            ORDER BY e.weight DESC, e.id
+            LIMIT fanout)
+           UNION ALL
+           (SELECT e.id, f.far, e.weight, e.inhibitory, e.relation, true
+            FROM memstore.edges e
+            CROSS JOIN LATERAL memstore.live_end(
+                ns, e.id, e.recorded_at, e.src, node, ceiling, as_of) AS f
+            WHERE both_ways AND e.namespace_id = ns AND e.dst = node
+            ORDER BY e.weight DESC, e.id
+            LIMIT fanout)) AS c
+     ORDER BY c.weight DESC, c.edge_id, c.reverse
+     LIMIT fanout)
+$$;
+
 -- The pull, hop by hop: seeds -> each hop's frontier expanded once (its nodes'
 -- capped edges) -> every reached node with its similarity to the query
 -- (computed here, next to the vectors: they never travel) and its access ring.
@@ -223,6 +279,11 @@ DECLARE
     seeds bigint[];
     frontier bigint[];  -- the nodes expanded in this hop
     walked bigint[];    -- every node expanded so far or queued to be
+    special bigint[];   -- the frontier's nodes with earlier versions or learned edges
+    -- every reached node, and what is read about it
+    r_id bigint[]; r_depth int[];
+    n_id bigint[]; n_layer smallint[]; n_type text[]; n_label text[]; n_tier text[];
+    n_importance real[]; n_decay_rate real[]; n_age float8[]; n_similarity float8[];
     hop int := 0;
     g_current bigint[] := '{}'; g_known boolean[] := '{}'; g_live boolean[] := '{}';
     -- this hop's edges
@@ -247,32 +308,76 @@ BEGIN
                          ORDER BY g.ord)
         INTO g_current, g_known, g_live
         FROM unnest(p_given) WITH ORDINALITY AS g(id, ord)
-        CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, g.id, p_as_of) AS id) AS c;
+        CROSS JOIN LATERAL memstore.current_of(p_ns, g.id, p_as_of) AS c;
     END IF;
     SELECT coalesce(array_agg(DISTINCT c.id), '{}') INTO seeds
     FROM unnest(p_seeds || p_given) AS seed(id)
-    CROSS JOIN LATERAL (SELECT memstore.resolved_version(p_ns, seed.id, p_as_of) AS id) AS c
-    WHERE memstore.node_visible(p_ns, c.id, p_privacy, p_as_of);
+    CROSS JOIN LATERAL memstore.current_of(p_ns, seed.id, p_as_of) AS c
+    WHERE ((p_privacy IS NULL AND p_as_of IS NULL) OR (
+              SELECT n.id FROM memstore.nodes n
+              WHERE n.namespace_id = p_ns AND n.id = c.id
+                AND (p_privacy IS NULL OR n.privacy <= p_privacy)
+                AND (p_as_of IS NULL OR n.recorded_at <= p_as_of)) IS NOT NULL)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = p_ns AND t.node_id = c.id
+             AND (p_as_of IS NULL OR t.at <= p_as_of)) IS NULL
+      AND (SELECT r.id FROM memstore.redactions r
+           WHERE r.namespace_id = p_ns AND r.node_id = c.id) IS NULL;
     frontier := seeds;
     walked := seeds;
     LOOP
         hop := hop + 1;
+        -- The frontier's nodes that have earlier versions or learned edges
+        -- (whenever recorded: a superset is safe) take heaviest_edges(), the
+        -- rest plain_edges() -- the same edges, without merging learned rows
+        -- per node. One index scan per table for the whole hop instead of
+        -- three probes per node (0.85x the hop's time at 3 hops, 100k nodes).
+        SELECT coalesce(array_agg(DISTINCT x.id), '{}') INTO special
+        FROM (SELECT p.new_id
+              FROM memstore.supersessions p
+              WHERE p.namespace_id = p_ns AND p.new_id = ANY (frontier)
+              UNION ALL
+              SELECT ls.src
+              FROM memstore.edge_state ls
+              WHERE ls.namespace_id = p_ns AND ls.src = ANY (frontier)
+                AND ls.hebbian_weight > 0
+              UNION ALL
+              SELECT ls.dst
+              FROM memstore.edge_state ls
+              WHERE p_both AND ls.namespace_id = p_ns AND ls.dst = ANY (frontier)
+                AND ls.hebbian_weight > 0) AS x(id);
         -- Each node's edges are read through every version it has (the cap
         -- applies per version). The same statement twice: with a literal NULL
         -- for as_of the planner drops the edges' recorded_at check even from
         -- the cached generic plan, so the edges are read by an index-only scan
         -- of ix_edges_out; with p_as_of (a parameter) every edge costs a heap
         -- fetch for recorded_at.
-        IF p_as_of IS NULL THEN
+        IF p_as_of IS NULL AND cardinality(special) = 0 THEN
+            -- The usual hop: no node needs heaviest_edges().
             SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
                    coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
                    coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
                    coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
             INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
             FROM unnest(frontier) AS f(node)
-            CROSS JOIN LATERAL memstore.own_versions(p_ns, f.node, NULL) AS v(id)
-            CROSS JOIN LATERAL memstore.heaviest_edges(
-                p_ns, v.id, f.node, p_fanout, p_both, p_privacy, NULL) AS x;
+            CROSS JOIN LATERAL memstore.plain_edges(
+                p_ns, f.node, p_fanout, p_both, p_privacy, NULL) AS x;
+        ELSIF p_as_of IS NULL THEN
+            SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
+                   coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
+                   coalesce(array_agg(x.hebb), '{}'), coalesce(array_agg(x.inhibitory), '{}'),
+                   coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
+            INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
+            FROM unnest(frontier) AS f(node)
+            CROSS JOIN LATERAL (
+                SELECT x.* FROM memstore.plain_edges(
+                    p_ns, f.node, p_fanout, p_both, p_privacy, NULL) AS x
+                WHERE NOT f.node = ANY (special)
+                UNION ALL
+                SELECT x.* FROM memstore.own_versions(p_ns, f.node, NULL) AS v(id)
+                CROSS JOIN LATERAL memstore.heaviest_edges(
+                    p_ns, v.id, f.node, p_fanout, p_both, p_privacy, NULL) AS x
+                WHERE f.node = ANY (special)) AS x;
         ELSE
             SELECT coalesce(array_agg(f.node), '{}'), coalesce(array_agg(x.dst), '{}'),
                    coalesce(array_agg(x.edge_id), '{}'), coalesce(array_agg(x.weight), '{}'),
@@ -280,9 +385,15 @@ BEGIN
                    coalesce(array_agg(x.relation), '{}'), coalesce(array_agg(x.reverse), '{}')
             INTO h_src, h_dst, h_id, h_weight, h_hebb, h_inhibitory, h_relation, h_reverse
             FROM unnest(frontier) AS f(node)
-            CROSS JOIN LATERAL memstore.own_versions(p_ns, f.node, p_as_of) AS v(id)
-            CROSS JOIN LATERAL memstore.heaviest_edges(
-                p_ns, v.id, f.node, p_fanout, p_both, p_privacy, p_as_of) AS x;
+            CROSS JOIN LATERAL (
+                SELECT x.* FROM memstore.plain_edges(
+                    p_ns, f.node, p_fanout, p_both, p_privacy, p_as_of) AS x
+                WHERE NOT f.node = ANY (special)
+                UNION ALL
+                SELECT x.* FROM memstore.own_versions(p_ns, f.node, p_as_of) AS v(id)
+                CROSS JOIN LATERAL memstore.heaviest_edges(
+                    p_ns, v.id, f.node, p_fanout, p_both, p_privacy, p_as_of) AS x
+                WHERE f.node = ANY (special)) AS x;
         END IF;
         e_src := e_src || h_src;
         e_dst := e_dst || h_dst;
@@ -304,6 +415,54 @@ BEGIN
         EXIT WHEN cardinality(frontier) = 0;
         walked := walked || frontier;
     END LOOP;
+
+    -- Every reached node once, at its least depth, in id order.
+    SELECT array_agg(r.id ORDER BY r.id), array_agg(r.depth ORDER BY r.id)
+    INTO r_id, r_depth
+    FROM (SELECT u.id, min(u.depth) AS depth
+          FROM (SELECT s.id, 0 FROM unnest(seeds) AS s(id)
+                UNION ALL
+                SELECT d.id, d.depth FROM unnest(e_dst, e_depth) AS d(id, depth)) AS u(id, depth)
+          GROUP BY u.id) AS r;
+    -- Their rows, and their vectors' similarities, each read by one index
+    -- scan over the sorted ids (= ANY) rather than one probe per node: 0.75x
+    -- the time for the rows of 2.7k nodes, 0.9x for their vectors, most of
+    -- them not in shared buffers. The arrays line up with r_id when every
+    -- reached node's row and vector were found (a row the caller may not see,
+    -- a node without a vector: the probes below instead).
+    SELECT array_agg(n.id), array_agg(n.layer), array_agg(n.node_type), array_agg(n.label),
+           array_agg(n.tier), array_agg(n.importance), array_agg(n.decay_rate),
+           array_agg(extract(epoch FROM moment - n.recorded_at)::float8)
+    INTO n_id, n_layer, n_type, n_label, n_tier, n_importance, n_decay_rate, n_age
+    FROM (SELECT n.id, n.layer, n.node_type, n.label, n.tier, n.importance, n.decay_rate,
+                 n.recorded_at
+          FROM memstore.nodes n
+          WHERE n.namespace_id = p_ns AND n.id = ANY (r_id)
+          ORDER BY n.id) AS n;
+    IF p_vector IS NULL THEN
+        -- Without a query vector there is no similarity: no vector is read.
+        n_similarity := array_fill(NULL::float8, ARRAY[coalesce(cardinality(n_id), 0)]);
+    ELSE
+        SELECT array_agg(e.similarity) INTO n_similarity
+        FROM (SELECT (1 - (e.embedding <=> p_vector))::float8 AS similarity
+              FROM memstore.embeddings e
+              WHERE e.namespace_id = p_ns AND e.node_id = ANY (r_id) AND e.model = p_model
+              ORDER BY e.node_id) AS e;
+    END IF;
+    IF cardinality(n_id) = cardinality(r_id)
+       AND cardinality(n_similarity) = cardinality(r_id) THEN
+        RETURN QUERY
+        SELECT e_src, e_dst, e_id, e_weight, e_hebb, e_inhibitory, e_relation, e_reverse,
+               e_depth, n_id, r_depth, n_layer, n_type, n_label, n_tier, n_importance,
+               n_decay_rate, n_age, n_similarity, a.*, g_current, g_known, g_live
+        FROM (SELECT array_agg(st.node_id),
+                     array_agg(extract(epoch FROM moment - t.at)::float8)
+              FROM memstore.node_state st
+              CROSS JOIN LATERAL unnest(st.access_ring) AS t(at)
+              WHERE st.namespace_id = p_ns AND st.node_id = ANY (r_id)
+                AND t.at <= moment) AS a;
+        RETURN;
+    END IF;
 
     RETURN QUERY
     WITH reached AS MATERIALIZED (

@@ -24,6 +24,7 @@ from memstore.activation.model import (
     Reached,
 )
 from memstore.activation.pull import Neighbourhood, node_rows, pull
+from memstore.db.transaction import PipelinedTransaction
 
 __all__ = [
     "ActivateRequest",
@@ -49,6 +50,8 @@ def run(
     timings: dict[str, float] | None = None,
     given: Sequence[int] = (),
     check_given: Callable[[], dict[int, float]] | None = None,
+    tx: PipelinedTransaction | None = None,
+    prepare: bool = False,
 ) -> Activation:
     """Activate from ``seeds`` (current node id → seed strength) and ``given`` as ``request`` asks.
 
@@ -57,6 +60,11 @@ def run(
     own seed ids (strength 1; an old version stands for its current one): the
     pull resolves them and reports whether each may be used, and if one may
     not, ``check_given`` (which must raise the error that says why) decides.
+    With ``tx`` (``conn``'s transaction, see
+    :func:`~memstore.db.transaction.pipelined_namespace_transaction`) the pull
+    goes out in its first pipeline, and working memory's rows, what is
+    learned and COMMIT in its last: two waits for the server. ``prepare``
+    keeps the pull and the read of working memory prepared on the connection.
     """
     timings = dict(timings or {})
     depth, limit, params = request.depth, request.limit, request.params
@@ -73,6 +81,8 @@ def run(
         as_of=request.as_of,
         vector=vector,
         model=model,
+        pipeline=None if tx is None else tx.pipeline,
+        prepare=prepare,
     )
     timings["pull"] = _ms(started)
     if given:
@@ -96,22 +106,39 @@ def run(
 
     started = time.perf_counter()
     chosen = [int(i) for i in scores.working_memory]
-    nodes = node_rows(conn, namespace_id, namespace, [int(nb.node_id[i]) for i in chosen])
-    timings["fetch"] = _ms(started)
+    chosen_ids = [int(nb.node_id[i]) for i in chosen]
 
-    if request.learn:
-        started = time.perf_counter()
+    def learn() -> None:
         learning.learn(
             conn,
             namespace_id,
-            [int(nb.node_id[i]) for i in chosen],
+            chosen_ids,
             [float(scores.final[i]) for i in chosen],
             _coactivated_edges(nb, scores, chosen),
             rate=params.hebbian_rate,
             ring=params.access_ring_size,
             session_id=request.session_id,
         )
-        timings["learn"] = _ms(started)
+
+    if tx is not None:
+        # Working memory's rows, the learning and COMMIT: one wait.
+        nodes = node_rows(
+            conn,
+            namespace_id,
+            namespace,
+            chosen_ids,
+            pipeline=lambda: tx.pipeline(commit=True),
+            also=learn if request.learn else None,
+            prepare=prepare,
+        )
+        timings["fetch"] = _ms(started)
+    else:
+        nodes = node_rows(conn, namespace_id, namespace, chosen_ids, prepare=prepare)
+        timings["fetch"] = _ms(started)
+        if request.learn:
+            started = time.perf_counter()
+            learn()
+            timings["learn"] = _ms(started)
 
     in_memory = set(chosen)
     working = [

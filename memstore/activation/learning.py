@@ -18,9 +18,9 @@ HEBBIAN_FLOOR = 0.001
 def _execute(conn: Connection, name: str, params: dict[str, Any]) -> int:
     raw = conn.connection.driver_connection
     assert raw is not None
-    with raw.cursor() as cursor:
-        cursor.execute(QUERIES[name], params)
-        return int(cursor.rowcount)
+    # Connection.execute: its cursor stays with the pipeline when one is open
+    # (then the count is known only once it has synced).
+    return int(raw.execute(QUERIES[name], params).rowcount)
 
 
 def learn(

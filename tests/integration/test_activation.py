@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from datetime import timedelta
@@ -429,3 +430,128 @@ def test_edges_are_followed_backwards_only_when_asked(ns, database_url):
             (ns.id,),
         ).fetchall()
     assert sessions == [("s-1",)]
+
+
+def test_a_learned_edge_in_either_direction_competes_for_the_cap_at_any_hop(ns, database_url):
+    # The hub is reached at hop 1, so its edges are capped in hop 2; a plain
+    # node (b) in the same hop keeps its heaviest edges in index order, both ways.
+    n = make(ns, "seed", "hub", "b", "b_out", "b_in", "light", "heavy_out", "heavy_in")
+    ns.link(n["seed"].id, n["hub"].id, weight=0.9)
+    ns.link(n["seed"].id, n["b"].id, weight=0.9)
+    ns.link(n["b"].id, n["b_out"].id, weight=0.4)
+    ns.link(n["b_in"].id, n["b"].id, weight=0.3)
+    ns.link(n["hub"].id, n["heavy_out"].id, weight=0.6)
+    ns.link(n["heavy_in"].id, n["hub"].id, weight=0.5)
+    light = ns.link(n["light"].id, n["hub"].id, weight=0.05)  # an in-edge of the hub
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO memstore.edge_state (namespace_id, edge_id, src, dst, hebbian_weight)"
+            " VALUES (%s, %s, %s, %s, 0.9)",
+            (ns.id, light.id, n["light"].id, n["hub"].id),
+        )
+    reached = {r.id: r for r in ns.activate(seeds=[n["seed"].id], depth=2, fanout=3,
+                                             both_directions=True).background}  # fmt: skip
+    # the hub: the learned in-edge (w_eff 0.905), the edge back to the seed
+    # (0.9) and its heavier out-edge (0.6), not its other in-edge (0.5)
+    assert reached[n["light"].id].via_edge == light.id
+    assert n["heavy_out"].id in reached and n["heavy_in"].id not in reached
+    # b: the edge back to the seed and both of its own, one followed backwards
+    assert {n["b_out"].id, n["b_in"].id} <= set(reached)
+    # one direction only: the learned in-edge is not followed at all
+    forward = {r.id for r in ns.activate(seeds=[n["seed"].id], depth=2, fanout=3).background}
+    assert forward == {n[k].id for k in ("seed", "hub", "b", "heavy_out", "b_out")}
+
+
+def test_similarity_is_read_for_every_reached_node_with_or_without_a_vector(ns, database_url):
+    # All vectors present: one scan reads them; one missing: each node is probed.
+    # Either way each node gets its own cosine (NaN without a vector) and depth.
+    from memstore.activation.pull import pull
+
+    n = make(ns, "a", "b", "c", "d")
+    for src, dst in (("a", "b"), ("b", "c"), ("a", "d")):
+        ns.link(n[src].id, n[dst].id, weight=0.5)
+    vector = ns.embedder.embed(["memory c"])[0]
+
+    def pulled():
+        with ns.connection() as conn:
+            nb = pull(conn, ns.id, [n["a"].id], depth=2, fanout=16, both_directions=False,
+                      privacy_ceiling=None, as_of=None, vector=vector,
+                      model=ns.embedder.name)  # fmt: skip
+        ids = nb.node_id.tolist()
+        return dict(zip(ids, nb.node_similarity.tolist(), strict=True)), dict(
+            zip(ids, nb.node_depth.tolist(), strict=True)
+        )
+
+    similarity, depth = pulled()
+    assert depth == {n["a"].id: 0, n["b"].id: 1, n["d"].id: 1, n["c"].id: 2}
+    assert similarity[n["c"].id] == pytest.approx(1.0)
+    for key in "abd":
+        own = ns.embedder.embed([f"memory {key}"])[0]
+        cosine = float(own @ vector) / float((own @ own) ** 0.5 * (vector @ vector) ** 0.5)
+        assert similarity[n[key].id] == pytest.approx(cosine, abs=1e-5)
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "DELETE FROM memstore.embeddings WHERE namespace_id = %s AND node_id = %s",
+            (ns.id, n["b"].id),
+        )
+    without_b, depth_after = pulled()
+    assert depth_after == depth
+    assert math.isnan(without_b.pop(n["b"].id))
+    assert without_b == pytest.approx({k: v for k, v in similarity.items() if k != n["b"].id})
+
+
+def test_a_refused_activation_leaves_its_pooled_connection_transactional(ns, database_url):
+    # activate() opens its transaction with the pull (autocommit on the driver,
+    # BEGIN sent by hand): whether it commits or fails, the connection goes back
+    # to the pool as it came, so the next transaction is still all-or-nothing.
+    n = make(ns, "a", "b")
+    ns.link(n["a"].id, n["b"].id, weight=0.5)
+    for seeds in ([n["a"].id], [10**12]):
+        try:
+            ns.activate(seeds=seeds, learn=True)
+        except NodeNotFoundError:
+            pass
+        before = row_counts(database_url)
+        with pytest.raises(RuntimeError), ns.transaction() as tx:
+            tx.remember("written, then rolled back")
+            raise RuntimeError("abort")
+        assert row_counts(database_url) == before
+    # the learning of the first activation was committed
+    with psycopg.connect(database_url) as conn:
+        counted = one(
+            conn,
+            "SELECT count(*) FROM memstore.activations WHERE namespace_id = %s",
+            (ns.id,),
+        )
+    assert counted == (2,)
+
+
+def test_the_pull_reads_numeric_arrays_as_psycopg_would_list_them(ns):
+    # pull() loads NULL-free numeric arrays straight into numpy; the values must
+    # be what psycopg's own loader gives (with and without NULLs inside).
+    pull_module = importlib.import_module("memstore.activation.pull")  # not the function
+
+    n = make(ns, "a", "b", "c")
+    ns.link(n["a"].id, n["b"].id, weight=0.3)
+    ns.link(n["a"].id, n["c"].id, weight=0.7, inhibitory=True)
+    for vector in (None, ns.embedder.embed(["memory b"])[0]):
+        params = {"ns": ns.id, "seeds": [n["a"].id], "given": [n["a"].id], "depth": 2,
+                  "fanout": 16, "both": False, "privacy": None, "as_of": None,
+                  "vector": vector, "model": ns.embedder.name}  # fmt: skip
+        with ns.connection() as conn:
+            nb = pull_module.pull(
+                conn, ns.id, [n["a"].id], given=[n["a"].id], depth=2, fanout=16,
+                both_directions=False, privacy_ceiling=None, as_of=None, vector=vector,
+                model=ns.embedder.name,
+            )  # fmt: skip
+            raw = conn.connection.driver_connection
+            with raw.cursor(binary=True) as cursor:
+                row = cursor.execute(pull_module.PULL, params).fetchone()
+                listed = dict(zip([c.name for c in cursor.description], row, strict=True))
+        for name in ("edge_src", "edge_id", "edge_weight", "edge_inhibitory", "edge_depth",
+                     "node_id", "node_depth", "node_layer", "node_importance"):  # fmt: skip
+            assert getattr(nb, name).tolist() == pytest.approx(listed[name]), name
+        similarity = [math.nan if v is None else v for v in listed["node_similarity"]]
+        assert nb.node_similarity.tolist() == pytest.approx(similarity, nan_ok=True)
+        assert nb.given is not None and nb.given.current == [n["a"].id]
+        assert nb.given.known == [True] and type(nb.given.known[0]) is bool

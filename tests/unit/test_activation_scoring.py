@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memstore.activation import scoring
 from memstore.activation.model import ActivationParams
 from memstore.activation.pull import Neighbourhood
 from memstore.activation.scoring import base_level, inhibit, propagate, score, strongest_path
@@ -201,3 +202,25 @@ def test_neighbour_share_adds_a_share_of_the_in_neighbours_activation():
     expected[1] += 0.3 * (0.5 * plain.final[0] + 1.0 * plain.final[2])
     assert summed.final == pytest.approx(expected)
     assert summed.final[0] == plain.final[0]  # seeds without in-edges are unchanged
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_index_of_finds_each_id_in_sorted_or_unsorted_ids(sort):
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        ids = rng.choice(500, size=int(rng.integers(0, 40)), replace=False)
+        if sort:
+            ids = np.sort(ids)
+        wanted = rng.integers(0, 500, size=int(rng.integers(0, 30)))
+        where = {int(v): i for i, v in enumerate(ids)}
+        expected = [where.get(int(w), -1) for w in wanted]
+        assert scoring.index_of(ids, wanted).tolist() == expected
+
+
+def test_working_memory_rules_per_node_from_its_type():
+    params = ActivationParams(thresholds={"Fact": 0.2}, default_threshold=0.07)
+    thresholds, eligible = scoring.working_memory_rules(["Fact", "Tag", "Other", "Fact"], params)
+    assert thresholds.tolist() == [0.2, 0.07, 0.07, 0.2]
+    assert eligible.tolist() == [True, False, True, True]
+    empty = scoring.working_memory_rules([], params)
+    assert [len(a) for a in empty] == [0, 0]
