@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -49,10 +50,32 @@ def scope_statement(namespace_id: int, privacy_ceiling: int) -> sql.Composed:
     >>> scope_statement(42, 3).as_string(None)
     "SET LOCAL memstore.namespace_id = '42'; SET LOCAL memstore.privacy_ceiling = '3'"
     """
-    return sql.SQL("; ").join(
-        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
-        for name, value in scope_settings(namespace_id, privacy_ceiling).items()
-    )
+    return sql.SQL("; ").join(set_local(scope_settings(namespace_id, privacy_ceiling)))
+
+
+# A setting's name as SET accepts it unquoted: memstore's own constants only.
+_SETTING_NAME = re.compile(r"[a-z_]+(\.[a-z_]+)?")
+
+
+def set_local(settings: Mapping[str, str]) -> list[sql.Composed]:
+    """One literal ``SET LOCAL`` statement per setting, to queue one by one in a pipeline.
+
+    Literal statements, never ``set_config()``: a distributed PostgreSQL
+    (Citus, ``citus.propagate_set_commands = 'local'``) forwards ``SET LOCAL``
+    to its workers, where the row-level policies and the HNSW scans run, and
+    does not forward ``set_config()`` (docs/security.md). The values come
+    from checked integers (:func:`scope_settings`) or memstore's own search
+    settings, rendered as quoted literals.
+
+    >>> [s.as_string(None) for s in set_local({"hnsw.ef_search": "40"})]
+    ["SET LOCAL hnsw.ef_search = '40'"]
+    """
+    statements = []
+    for name, value in settings.items():
+        if not _SETTING_NAME.fullmatch(name):
+            raise ValueError(f"not a setting memstore sets: {name!r}")
+        statements.append(sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value)))
+    return statements
 
 
 def scope_settings(namespace_id: int, privacy_ceiling: int) -> dict[str, str]:
@@ -103,10 +126,7 @@ class PipelinedTransaction:
         assert raw is not None
         self.conn = conn
         self.raw: psycopg.Connection[Any] = raw
-        self._scope = [
-            sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
-            for name, value in scope_settings(namespace_id, privacy_ceiling).items()
-        ]
+        self._scope = set_local(scope_settings(namespace_id, privacy_ceiling))
         self.started = False
         self.committed = False
 
@@ -189,19 +209,6 @@ def pipelined_namespace_transaction(
                 conn.invalidate()  # neither closed cleanly nor reusable
 
 
-# Transaction-local settings as one statement with bound values (set_config(...,
-# true) is SET LOCAL): unlike several SET LOCAL commands, it can be pipelined.
-SET_LOCAL = sql.SQL(
-    "SELECT set_config(s.name, s.value, true)"
-    " FROM unnest(%(names)s::text[], %(values)s::text[]) AS s(name, value)"
-)
-
-
-def set_local_params(settings: Mapping[str, str]) -> dict[str, list[str]]:
-    """The parameters of :data:`SET_LOCAL` for ``settings``."""
-    return {"names": list(settings), "values": list(settings.values())}
-
-
 def in_one_round_trip(
     engine: Engine,
     namespace_id: int,
@@ -238,7 +245,8 @@ def in_one_round_trip(
                     with raw.pipeline():
                         try:
                             raw.execute("BEGIN")
-                            raw.execute(SET_LOCAL, set_local_params(named))
+                            for statement in set_local(named):
+                                raw.execute(statement)
                             cursor.execute(query, params, prepare=prepare)
                             raw.execute("COMMIT")
                         except psycopg.Error as exc:

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
-from memstore.db.transaction import SET_LOCAL, confined, set_local_params
+from memstore.db.transaction import confined, set_local
 from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, RecallMode, ScoreParts
@@ -179,10 +179,7 @@ def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
 
 def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
     """:func:`search_settings` as SET LOCAL (safe behind pgbouncer, reaches Citus shards)."""
-    return sql.SQL("; ").join(
-        sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
-        for name, value in search_settings(pool, filtered=filtered).items()
-    )
+    return sql.SQL("; ").join(set_local(search_settings(pool, filtered=filtered)))
 
 
 def searched_exactly(vectors: int, indexed: int | None) -> bool:
@@ -317,8 +314,8 @@ def send(
 ) -> None:
     """Queue a planned recall in ``raw``'s pipeline: its settings, then its statement on
     ``cursor`` (whose rows the caller fetches once the pipeline has synced)."""
-    if run.settings:
-        raw.execute(SET_LOCAL, set_local_params(run.settings))
+    for statement in set_local(run.settings):
+        raw.execute(statement)
     cursor.execute(run.statement, run.params, prepare=prepare)
 
 

@@ -3,6 +3,7 @@ every table reference, and every key carries namespace_id."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,13 @@ def test_no_foreign_key_cascades_or_sets_null():
     for table in metadata.sorted_tables:
         for fk in table.foreign_key_constraints:
             assert fk.ondelete is None and fk.onupdate is None, fk.name
+
+
+def test_settings_are_set_by_literal_set_local_never_set_config():
+    """Citus forwards SET LOCAL to its workers (row-level policies, HNSW scans), not
+    set_config(): no statement of the package or of sql/ sets a setting that way."""
+    calling = re.compile(r"(?i)\bselect\s+(pg_catalog\.)?set_config\s*\(")
+    sources = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.sql"), *Path("sql").glob("*.sql")]
+    offenders = [str(path) for path in sources if calling.search(path.read_text())]
+    assert not offenders
+    assert calling.search("SELECT set_config(s.name, s.value, true) FROM unnest(...)")
