@@ -9,11 +9,11 @@ statement instead of counting again (recall.sql, ``query_terms``).
 
 Counting a common term the first time still cost 16-114 ms in somebody's
 recall (the p95 of a fresh process's hybrid recall on the 100k benchmark
-namespace was 45 ms of counting alone). So when a namespace's statistics are
-first read, its common terms are estimated from a sample of its documents
-(:data:`TERM_SAMPLE`, ~9 ms at 100k nodes; recall.sql, ``term_sample``): a
-term in ``hits`` of ``sampled`` documents is counted as ``hits × documents /
-sampled``. A namespace no bigger than the sample is read whole, so its counts
+namespace was 45 ms of counting alone). So when a lexical or hybrid recall
+first needs them, a namespace's common terms are estimated from a sample of
+its documents (:data:`TERM_SAMPLE`, ~9 ms at 100k nodes; recall.sql,
+``term_sample``): a term in ``hits`` of ``sampled`` documents is counted as
+``hits × documents / sampled``. A namespace no bigger than the sample is read whole, so its counts
 are exact; a bigger one's common terms carry the sample's error (±30% at the
 rarest kept, 10 hits; the idf, a logarithm, moves by a few percent). Counts a
 recall reports replace the estimates.

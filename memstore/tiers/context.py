@@ -198,18 +198,8 @@ class Entry(NamedTuple):
 
     @classmethod
     def of(cls, node: Node) -> Entry:
-        return cls(
-            node.id,
-            node.kind,
-            node.node_type,
-            node.tier,
-            node.label,
-            node.content,
-            node.source,
-            node.actor,
-            node.observed_at,
-            node.recorded_at,
-        )
+        """From a node (an activated one)."""
+        return cls(*(getattr(node, name) for name in cls._fields))
 
 
 def _line(item: ContextItem) -> str:
