@@ -94,6 +94,7 @@ class Neighbourhood:
 
     @property
     def edge_count(self) -> int:
+        """How many edges the pull returned."""
         return len(self.edge_id)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections.abc import Iterator, Mapping
@@ -70,12 +71,15 @@ def set_local(settings: Mapping[str, str]) -> list[sql.Composed]:
     >>> [s.as_string(None) for s in set_local({"hnsw.ef_search": "40"})]
     ["SET LOCAL hnsw.ef_search = '40'"]
     """
-    statements = []
-    for name, value in settings.items():
-        if not _SETTING_NAME.fullmatch(name):
-            raise ValueError(f"not a setting memstore sets: {name!r}")
-        statements.append(sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value)))
-    return statements
+    return [_set_local_statement(name, value) for name, value in settings.items()]
+
+
+@functools.lru_cache(maxsize=1024)
+def _set_local_statement(name: str, value: str) -> sql.Composed:
+    """One ``SET LOCAL``, composed once per (setting, value): every recall sends four."""
+    if not _SETTING_NAME.fullmatch(name):
+        raise ValueError(f"not a setting memstore sets: {name!r}")
+    return sql.SQL("SET LOCAL {} = {}").format(sql.SQL(name), sql.Literal(value))
 
 
 def scope_settings(namespace_id: int, privacy_ceiling: int) -> dict[str, str]:
@@ -212,7 +216,7 @@ def pipelined_namespace_transaction(
 def in_one_round_trip(
     engine: Engine,
     namespace_id: int,
-    query: sql.Composable | LiteralString,
+    query: sql.SQL | sql.Composed | LiteralString,
     params: Mapping[str, Any],
     *,
     privacy_ceiling: int | None = None,
@@ -221,53 +225,27 @@ def in_one_round_trip(
 ) -> list[dict[str, Any]]:
     """One statement in its own namespace-scoped transaction, in one round trip.
 
-    The same transaction as :func:`namespace_transaction` (the namespace and
-    ceiling declared first, then ``settings``, all transaction-local), but
-    BEGIN, the settings, the statement and COMMIT travel together in psycopg's
-    pipeline mode: one wait for the server instead of five. On a loaded
-    machine each wait costs more than the statement itself (docs/recall.md).
+    :func:`pipelined_namespace_transaction` with one pipeline: BEGIN, the
+    namespace and ceiling, then ``settings`` (all transaction-local), the
+    statement and COMMIT travel together: one wait for the server instead of
+    five. On a loaded machine each wait costs more than the statement itself
+    (docs/recall.md).
     Parameters are bound on the server (vectors in binary); ``prepare`` keeps
     the statement prepared on the connection, so a repeated statement is not
     parsed again (docs/operations.md). Recall reads and ``remember`` writes
     this way. Rows come back as dicts; errors leave as
     :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
     """
-    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
-    named = {**scope_settings(namespace_id, ceiling), **(settings or {})}
-    with engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        raw.autocommit = True  # the pipeline carries its own BEGIN and COMMIT
-        refused: psycopg.Error | None = None
-        try:
-            with raw.cursor(row_factory=dict_row) as cursor:
-                try:
-                    with raw.pipeline():
-                        try:
-                            raw.execute("BEGIN")
-                            for statement in set_local(named):
-                                raw.execute(statement)
-                            cursor.execute(query, params, prepare=prepare)
-                            raw.execute("COMMIT")
-                        except psycopg.Error as exc:
-                            # Kept for below: leaving the block with it would make
-                            # the pipeline log its own "aborted" error on the way out.
-                            refused = exc
-                except psycopg.Error as exc:
-                    refused = refused or exc
-                if refused is not None:
-                    raise refused
-                rows: list[dict[str, Any]] = cursor.fetchall()
-                return rows
-        except psycopg.Error as exc:
-            if raw.closed or raw.broken:
-                conn.invalidate()  # a dead connection must not go back to the pool
-            elif raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                raw.execute("ROLLBACK")  # a failed statement leaves the block open
-            raise translate_db_error(exc) from exc
-        finally:
-            if not raw.closed:
-                raw.autocommit = False
+    with pipelined_namespace_transaction(
+        engine, namespace_id, privacy_ceiling=privacy_ceiling
+    ) as tx:
+        with tx.raw.cursor(row_factory=dict_row) as cursor:
+            with tx.pipeline(commit=True) as raw:
+                for statement in set_local(settings or {}):
+                    raw.execute(statement)
+                cursor.execute(query, params, prepare=prepare)
+            rows: list[dict[str, Any]] = cursor.fetchall()
+    return rows
 
 
 # Whether the connected role is confined by row-level security, per engine: a

@@ -229,6 +229,7 @@ def _header(query: str) -> str:
 
 
 def render(query: str, sections: list[ContextSection], warnings: list[str]) -> str:
+    """The prompt text of a packet: header, each section's lines, then the warnings."""
     parts = [_header(query)]
     for section in sections:
         if section.items:
@@ -403,6 +404,9 @@ def assemble(
     request: ContextRequest,
     token_counter: TokenCounter,
 ) -> ContextPacket:
+    """The packet for a validated request: gather every section's candidates, fill each
+    section within its share, let unused budget flow, then trim until the rendered text
+    fits ``budget_tokens`` under ``token_counter``."""
     timings: dict[str, float] = {}
     found = gather(ns, request, timings)
     candidates = found.candidates
