@@ -54,6 +54,9 @@ BASE_FUNCTIONS = (
     "heaviest_edges",
     "neighbourhood",
     "neighbourhood_v2",
+    "neighbourhood_v3",
+    "plain_edges",
+    "current_of",
     "node_rows",
 )
 # Numbers are compared between the sides with this relative tolerance: node

@@ -5,7 +5,7 @@ Without a URL, ``open()`` starts the embedded PostgreSQL:
 >>> from memstore import MemoryStore
 >>> store = MemoryStore.open()          # doctest: +SKIP
 >>> store.status().schema_revision      # doctest: +SKIP
-'0015'
+'0016'
 >>> store.close()                       # doctest: +SKIP
 """
 

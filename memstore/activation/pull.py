@@ -1,4 +1,4 @@
-"""The neighbourhood pull: one call of ``memstore.neighbourhood_v2``, read as numpy arrays.
+"""The neighbourhood pull: one call of ``memstore.neighbourhood_v3``, read as numpy arrays.
 
 Every value travels as a bound parameter; the query vector once, in binary.
 The same call reports on the caller's own seed ids (what they resolve to and
@@ -11,7 +11,7 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -30,10 +30,21 @@ from memstore.models import Node
 # plans are cached per connection (planning the pull cost more than running
 # it; composing and planning the node read cost more than its round trip).
 PULL = sql.SQL(
-    "SELECT * FROM memstore.neighbourhood_v2(%(ns)s, %(seeds)s::bigint[], %(given)s::bigint[],"
+    "SELECT * FROM memstore.neighbourhood_v3(%(ns)s, %(seeds)s::bigint[], %(given)s::bigint[],"
     " %(depth)s::int, %(fanout)s::int, %(both)s::boolean, %(privacy)s::int,"
     " %(as_of)s::timestamptz, %(vector)s::vector, %(model)s::text)"
 )
+# Its columns, in order: the row is read by position (naming the columns from
+# the cursor's description built 24 objects a call).
+PULL_COLUMNS = (
+    "edge_src", "edge_dst", "edge_id", "edge_weight", "edge_hebb", "edge_inhibitory",
+    "edge_relation", "edge_reverse", "edge_depth",
+    "node_id", "node_depth", "node_layer", "node_type", "node_label", "node_tier",
+    "node_importance", "node_decay_rate", "node_recorded", "node_similarity",
+    "access_node", "access_at",
+    "given_current", "given_known", "given_live",
+    "moment",
+)  # fmt: skip
 NODE_ROWS = sql.SQL("SELECT * FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[])")
 
 # Opens a pipeline on the raw connection (PipelinedTransaction.pipeline): the
@@ -111,7 +122,11 @@ _ELEMENTS = {  # array type oid -> (element as sent, as numpy keeps it)
     1022: (">f8", np.float64),  # float8[]
     1021: (">f4", np.float32),  # real[]
     1000: ("u1", np.bool_),  # boolean[]
+    1185: (">i8", np.int64),  # timestamptz[]: microseconds since 2000-01-01 UTC
 }
+# The origin of PostgreSQL's binary timestamps.
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 _HEADER = struct.Struct("!iiiii")  # ndim, has nulls, element oid, length, lower bound
 
 
@@ -158,6 +173,19 @@ def _floats(values: Column) -> FloatArray:
 
 def _bools(values: Column) -> BoolArray:
     return np.asarray([] if values is None else values, dtype=np.bool_)
+
+
+def _microseconds(moment: datetime) -> int:
+    return (moment - _PG_EPOCH) // _MICROSECOND
+
+
+def _ages(times: Column, moment: datetime) -> FloatArray:
+    """Seconds from each of ``times`` (a timestamptz[] column) to ``moment``."""
+    if times is None:
+        return np.zeros(0, dtype=np.float64)
+    if not isinstance(times, np.ndarray):  # psycopg's loader: datetimes
+        times = np.array([_microseconds(t) for t in times], dtype=np.int64)
+    return (_microseconds(moment) - times) / 1e6
 
 
 def _plain(values: Column) -> list[Any]:
@@ -211,8 +239,8 @@ def pull(
         with (pipeline or nullcontext)():
             cursor.execute(PULL, params, prepare=prepare)
         row = cursor.fetchone()
-        assert row is not None and cursor.description is not None
-        found = dict(zip([c.name for c in cursor.description], row, strict=True))
+        assert row is not None
+        found = dict(zip(PULL_COLUMNS, row, strict=True))
     return Neighbourhood(
         edge_src=_ints(found["edge_src"]),
         edge_dst=_ints(found["edge_dst"]),
@@ -231,10 +259,10 @@ def pull(
         node_tier=list(found["node_tier"] or []),
         node_importance=_floats(found["node_importance"]),
         node_decay_rate=_floats(found["node_decay_rate"]),
-        node_age=_floats(found["node_age"]),
+        node_age=_ages(found["node_recorded"], found["moment"]),
         node_similarity=_floats(found["node_similarity"]),
         access_node=_ints(found["access_node"]),
-        access_age=_floats(found["access_age"]),
+        access_age=_ages(found["access_at"], found["moment"]),
         given=GivenSeeds(
             current=_plain(found["given_current"]),
             known=_plain(found["given_known"]),

@@ -534,6 +534,7 @@ def test_the_pull_reads_numeric_arrays_as_psycopg_would_list_them(ns):
     n = make(ns, "a", "b", "c")
     ns.link(n["a"].id, n["b"].id, weight=0.3)
     ns.link(n["a"].id, n["c"].id, weight=0.7, inhibitory=True)
+    ns.activate(seeds=[n["a"].id], learn=True)  # an access to age
     for vector in (None, ns.embedder.embed(["memory b"])[0]):
         params = {"ns": ns.id, "seeds": [n["a"].id], "given": [n["a"].id], "depth": 2,
                   "fanout": 16, "both": False, "privacy": None, "as_of": None,
@@ -555,3 +556,44 @@ def test_the_pull_reads_numeric_arrays_as_psycopg_would_list_them(ns):
         assert nb.node_similarity.tolist() == pytest.approx(similarity, nan_ok=True)
         assert nb.given is not None and nb.given.current == [n["a"].id]
         assert nb.given.known == [True] and type(nb.given.known[0]) is bool
+        # Times arrive as microseconds; the ages are the seconds before the moment.
+        moment = listed["moment"]
+        for ages, times in ((nb.node_age, listed["node_recorded"]),
+                            (nb.access_age, listed["access_at"])):  # fmt: skip
+            assert len(ages) == len(times) > 0
+            seconds = [(moment - t).total_seconds() for t in times]
+            assert ages.tolist() == pytest.approx(seconds, abs=1e-6)
+            assert pull_module._ages(times, moment).tolist() == pytest.approx(seconds, abs=1e-6)
+
+
+def test_the_pull_kept_for_revision_0015_gives_ages_for_the_same_neighbourhood(ns):
+    # neighbourhood_v2() stays for code of the previous revision during a
+    # deploy: neighbourhood_v3() with ages in seconds instead of times.
+    pull_module = importlib.import_module("memstore.activation.pull")
+    n = make(ns, "a", "b", "c")
+    ns.link(n["a"].id, n["b"].id, weight=0.3)
+    ns.link(n["b"].id, n["c"].id, weight=0.6)
+    ns.activate(seeds=[n["a"].id], depth=2, learn=True)
+    as_of = n["c"].recorded_at + LATER  # the moment, the same for both calls
+    statements = {
+        "v2": "SELECT * FROM memstore.neighbourhood_v2"
+        "(%s, %s::bigint[], '{}', 2, 16, false, NULL, %s, NULL, %s)",
+        "v3": "SELECT * FROM memstore.neighbourhood_v3"
+        "(%s, %s::bigint[], '{}', 2, 16, false, NULL, %s, NULL, %s)",
+    }
+    params = (ns.id, [n["a"].id], as_of, ns.embedder.name)
+    rows = {}
+    with ns.connection() as conn:
+        raw = conn.connection.driver_connection
+        with raw.cursor() as cursor:
+            for version, statement in statements.items():
+                row = cursor.execute(statement, params).fetchone()
+                rows[version] = dict(zip([c.name for c in cursor.description], row, strict=True))
+    old, new = rows["v2"], rows["v3"]
+    assert new["moment"] == as_of
+    for name in pull_module.PULL_COLUMNS:
+        if name in old:
+            assert old[name] == new[name], name
+    assert len(old["node_id"]) == 3 and len(old["access_node"]) == 3
+    for age, time in (("node_age", "node_recorded"), ("access_age", "access_at")):
+        assert old[age] == pytest.approx([(as_of - t).total_seconds() for t in new[time]])
