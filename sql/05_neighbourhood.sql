@@ -1,7 +1,7 @@
 -- The neighbourhood pull of spreading activation (docs/activation.md).
 --
--- memstore.neighbourhood() walks the graph hop by hop and returns one row of
--- arrays. It is a PL/pgSQL function so that its plan is cached per
+-- memstore.neighbourhood_v3() walks the graph hop by hop and returns one row
+-- of arrays. It is a PL/pgSQL function so that its plan is cached per
 -- connection: planning the statement cost 17-26 ms, executing a 2-hop pull
 -- about 2 ms.
 --
@@ -19,43 +19,13 @@
 --
 -- Supersession: edges stay on the version they were authored on. The walk
 -- reads the edges of a node's earlier versions as its own
--- (memstore.earlier_versions) and follows an edge into an old version to the
--- current one (memstore.resolved_version).
+-- (memstore.own_versions) and follows an edge into an old version to the
+-- current one (memstore.live_end, memstore.current_of).
 
--- Whether a node may be reached: recorded (as of), within the privacy
--- ceiling, not tombstoned (as of), not redacted. NULL ceiling / as_of: no limit.
-CREATE OR REPLACE FUNCTION memstore.node_visible(
-    ns bigint, node bigint, ceiling int, as_of timestamptz
-) RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    -- (A parameter named like a column would lose to the column: "ceiling".)
-    SELECT ((ceiling IS NULL AND as_of IS NULL) OR (
-                SELECT n.id FROM memstore.nodes n
-                WHERE n.namespace_id = ns AND n.id = node
-                  AND (ceiling IS NULL OR n.privacy <= ceiling)
-                  AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
-       AND (SELECT t.id FROM memstore.tombstones t
-            WHERE t.namespace_id = ns AND t.node_id = node
-              AND (as_of IS NULL OR t.at <= as_of)) IS NULL
-       AND (SELECT r.id FROM memstore.redactions r
-            WHERE r.namespace_id = ns AND r.node_id = node) IS NULL
-$$;
-
--- The node's current version (as of); one index probe when it was never revised.
-CREATE OR REPLACE FUNCTION memstore.resolved_version(
-    ns bigint, node bigint, as_of timestamptz
-) RETURNS bigint
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
-                      WHERE s.namespace_id = ns AND s.old_id = node
-                        AND (as_of IS NULL OR s.at <= as_of)) IS NULL
-                THEN node
-                ELSE memstore.current_version(ns, node, as_of) END
-$$;
-
--- resolved_version() as a set-returning function of one row: PostgreSQL
--- inlines it into the calling query (a scalar SQL function with a subquery is
--- a separate function execution per call instead).
+-- The node's current version (as of); one index probe when it was never
+-- revised. A set-returning function of one row: PostgreSQL inlines it into
+-- the calling query (a scalar SQL function with a subquery is a separate
+-- function execution per call instead).
 CREATE OR REPLACE FUNCTION memstore.current_of(
     ns bigint, node bigint, as_of timestamptz
 ) RETURNS TABLE (id bigint)

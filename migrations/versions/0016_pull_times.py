@@ -12,7 +12,9 @@ memstore.neighbourhood_v3() is neighbourhood_v2() with three changes:
 - The reached nodes are sorted once, not once per aggregate.
 
 neighbourhood_v2() becomes a wrapper that turns the times back into ages, for
-code of revision 0015 while a deploy replaces it.
+code of revision 0015 while a deploy replaces it. node_visible() and
+resolved_version(), unused since revision 0015 (the pull checks seeds inline
+and resolves them through current_of()), are dropped.
 
 A frozen copy of the changed parts of sql/05_neighbourhood.sql as they are at
 this revision.
@@ -36,6 +38,11 @@ depends_on: str | Sequence[str] | None = None
 NEIGHBOURHOOD_V3 = (
     "memstore.neighbourhood_v3(bigint, bigint[], bigint[], int, int, boolean, int,"
     " timestamptz, vector, text)"
+)
+
+UNUSED = (
+    "memstore.node_visible(bigint, bigint, int, timestamptz)",
+    "memstore.resolved_version(bigint, bigint, timestamptz)",
 )
 
 # sql/05_neighbourhood.sql: neighbourhood_v3(), neighbourhood_v2()
@@ -358,8 +365,45 @@ $$;
 """
 
 
+# The dropped functions as sql/05_neighbourhood.sql defined them up to revision 0015.
+UNUSED_SQL = r"""
+-- Whether a node may be reached: recorded (as of), within the privacy
+-- ceiling, not tombstoned (as of), not redacted. NULL ceiling / as_of: no limit.
+CREATE OR REPLACE FUNCTION memstore.node_visible(
+    ns bigint, node bigint, ceiling int, as_of timestamptz
+) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    -- (A parameter named like a column would lose to the column: "ceiling".)
+    SELECT ((ceiling IS NULL AND as_of IS NULL) OR (
+                SELECT n.id FROM memstore.nodes n
+                WHERE n.namespace_id = ns AND n.id = node
+                  AND (ceiling IS NULL OR n.privacy <= ceiling)
+                  AND (as_of IS NULL OR n.recorded_at <= as_of)) IS NOT NULL)
+       AND (SELECT t.id FROM memstore.tombstones t
+            WHERE t.namespace_id = ns AND t.node_id = node
+              AND (as_of IS NULL OR t.at <= as_of)) IS NULL
+       AND (SELECT r.id FROM memstore.redactions r
+            WHERE r.namespace_id = ns AND r.node_id = node) IS NULL
+$$;
+
+-- The node's current version (as of); one index probe when it was never revised.
+CREATE OR REPLACE FUNCTION memstore.resolved_version(
+    ns bigint, node bigint, as_of timestamptz
+) RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN (SELECT s.new_id FROM memstore.supersessions s
+                      WHERE s.namespace_id = ns AND s.old_id = node
+                        AND (as_of IS NULL OR s.at <= as_of)) IS NULL
+                THEN node
+                ELSE memstore.current_version(ns, node, as_of) END
+$$;
+"""
+
+
 def upgrade() -> None:
     op.execute(NEIGHBOURHOOD_SQL)
+    for function in UNUSED:
+        op.execute(f"DROP FUNCTION {function}")
 
 
 def downgrade() -> None:
@@ -369,3 +413,4 @@ def downgrade() -> None:
     assert previous is not None
     op.execute(previous.module.NEIGHBOURHOOD_SQL)
     op.execute(f"DROP FUNCTION {NEIGHBOURHOOD_V3}")
+    op.execute(UNUSED_SQL)
