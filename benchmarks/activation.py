@@ -57,16 +57,16 @@ that may CREATE DATABASE). memstore's data is append-only: drop that database
 
 Commands (from the repository root)::
 
-    # development scale: ~20 s to load, then ~4 minutes of measuring on 2 cores
-    # (memstore's 3-hop pull takes 0.5-1 s a call at the time of writing)
+    # development scale: ~5 s to load, ~15 s of measuring on 2 cores
     .venv/bin/python benchmarks/activation.py --sizes 10000
-    # both sizes side by side, ~15 minutes: loading 200k nodes / 1M edges takes
-    # ~4-5 minutes (remember_many 75 s, HNSW build 95 s, edge COPY 55 s)
+    # both sizes side by side, ~2.5 minutes: loading 200k nodes / 1M edges takes
+    # ~75 s (remember_many 9 s, HNSW build 38 s, edge COPY 19 s)
     .venv/bin/python benchmarks/activation.py --sizes 10000,200000 \\
         --output activation.md --json activation.json
     # again on the loaded graphs, with EXPLAIN (ANALYZE, BUFFERS) of both pulls
+    # (memstore's needs auto_explain: a server with contrib, --database-url)
     .venv/bin/python benchmarks/activation.py --sizes 10000,200000 --reuse \\
-        --explain activation_plans.txt
+        --database-url postgresql://... --explain activation_plans.txt
 """
 
 from __future__ import annotations
@@ -77,7 +77,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -654,19 +653,19 @@ def explain(
 ) -> dict[str, list[str]]:
     """EXPLAIN (ANALYZE, BUFFERS) of memstore's pull (with the query vector) and of the raw CTE.
 
-    memstore's side is the composed statement when pull.py builds one
-    (``neighbourhood_statement``, up to 4802268) or else the query inside the
-    PL/pgSQL function ``memstore.neighbourhood`` that pull.py calls.
+    The pull is a PL/pgSQL function whose own EXPLAIN is one Function Scan;
+    the plans of the statements inside it come from auto_explain
+    (:func:`function_plans`).
     """
     seeds = (
         np.random.default_rng([seed, 30, depth])
         .choice(pool, size=SEEDS_PER_CALL, replace=False)
         .tolist()
     )
-    analyze = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) ")
     params = {
         "ns": ns.id,
         "seeds": sorted(seeds),
+        "given": [],
         "depth": depth,
         "fanout": FANOUT,
         "both": False,
@@ -675,17 +674,11 @@ def explain(
         "vector": vector,
         "model": ns.embedder.name,
     }
-    # memstore.activation re-exports the function pull, which hides the module
-    module = importlib.import_module("memstore.activation.pull")
-    statement = getattr(module, "neighbourhood_statement", None)
     with store.transaction() as conn:
         driver = conn.connection.driver_connection
         assert driver is not None
-        if statement is not None:
-            rows = driver.execute(analyze + statement(), params).fetchall()
-            memstore_plan = [str(r[0]) for r in rows]
-        else:
-            memstore_plan = function_plans(driver, params)
+        memstore_plan = function_plans(driver, params)
+    analyze = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) ")
     raw_plan = [
         str(r[0])
         for r in raw.execute(
@@ -696,64 +689,48 @@ def explain(
     return {"memstore": memstore_plan, "raw": raw_plan}
 
 
-FUNCTION_ARGS = (  # memstore.neighbourhood(...)'s parameters: (name in its body, type)
-    ("ns", "bigint"),
-    ("seeds", "bigint[]"),
-    ("depth", "int"),
-    ("fanout", "int"),
-    ("both", "boolean"),
-    ("privacy", "int"),
-    ("as_of", "timestamptz"),
-    ("vector", "vector"),
-    ("model", "text"),
-)
-
-
 def function_plans(driver: psycopg.Connection[Any], params: dict[str, Any]) -> list[str]:
-    """EXPLAIN (ANALYZE, BUFFERS) of the query inside PL/pgSQL ``memstore.neighbourhood``.
+    """The plan of every statement the pull's PL/pgSQL function runs, with its actual times.
 
-    EXPLAIN of the function call shows one Function Scan, and the embedded
-    server has no auto_explain, so the query is read from ``pg_proc`` and run
-    twice as a plain statement: with the values inlined (a custom plan, what
-    PL/pgSQL uses for its first executions) and prepared with a forced generic
-    plan (what it may switch to later).
+    auto_explain logs each nested statement's EXPLAIN ANALYZE; with
+    client_min_messages = log they arrive as notices. Loading it needs a
+    server with PostgreSQL's contrib modules and a superuser; the embedded
+    server has neither, so there the answer says so (``--database-url``).
     """
-    row = driver.execute(
-        "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE n.nspname = 'memstore' AND p.proname = 'neighbourhood'"
-    ).fetchone()
-    match = re.search(r"RETURN QUERY(.*);\s*END;?\s*$", row[0] if row else "", re.S)
-    if match is None:
-        return ["unavailable: no memstore.neighbourhood() with a RETURN QUERY found"]
-    body = match.group(1)
-    numbered = {f"p_{name}": f"${i}" for i, (name, _) in enumerate(FUNCTION_ARGS, start=1)}
-    numbered["moment"] = "coalesce($7, now())"
-    words = re.compile(r"\b(" + "|".join(numbered) + r")\b")
-    generic = words.sub(lambda m: numbered[m.group(1)], body)
-    inlined = words.sub(
-        lambda m: {f"p_{n}": f"%({n})s::{t}" for n, t in FUNCTION_ARGS}.get(
-            m.group(1), "coalesce(%(as_of)s::timestamptz, now())"
-        ),
-        body.replace("%", "%%"),
-    )
-    out = ["-- custom plan (parameter values inlined at planning)"]
-    analyze = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) {}").format(sql.SQL(inlined))
-    rows = driver.execute(analyze, params).fetchall()
-    out += [str(r[0]) for r in rows]
-    types = sql.SQL(", ").join(sql.SQL(t) for _, t in FUNCTION_ARGS)
-    driver.execute(
-        sql.SQL("PREPARE bench_neighbourhood ({}) AS {}").format(types, sql.SQL(generic))
-    )
+    # memstore.activation re-exports the function pull, which hides the module
+    pull_module = importlib.import_module("memstore.activation.pull")
+    notices: list[str] = []
+
+    def keep(diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.message_primary:
+            notices.append(diagnostic.message_primary)
+
     try:
-        driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor = psycopg.ClientCursor(driver)
-        placeholders = sql.SQL(", ").join(sql.Placeholder(n) for n, _ in FUNCTION_ARGS)
-        execute = sql.SQL("EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_neighbourhood ({})")
-        rows = cursor.execute(execute.format(placeholders), params).fetchall()
-        out += ["", "-- generic plan (plan_cache_mode = force_generic_plan)"]
-        out += [str(r[0]) for r in rows]
+        with driver.transaction():  # a savepoint: a failed LOAD leaves the transaction usable
+            driver.execute("LOAD 'auto_explain'")
+    except psycopg.Error as exc:
+        return [
+            f"unavailable: LOAD 'auto_explain' failed on this server ({exc});"
+            " run with --database-url on a PostgreSQL with its contrib modules, as a superuser"
+        ]
+    for setting in (
+        "SET LOCAL auto_explain.log_min_duration = 0",
+        "SET LOCAL auto_explain.log_analyze = on",
+        "SET LOCAL auto_explain.log_buffers = on",
+        "SET LOCAL auto_explain.log_nested_statements = on",
+        "SET LOCAL client_min_messages = log",
+    ):
+        driver.execute(setting)
+    driver.add_notice_handler(keep)
+    try:
+        with driver.cursor(binary=True) as cursor:
+            cursor.execute(pull_module.PULL, params).fetchall()
     finally:
-        driver.execute("DEALLOCATE bench_neighbourhood")
+        driver.remove_notice_handler(keep)
+        driver.execute("SET LOCAL client_min_messages = notice")
+    out: list[str] = []
+    for notice in notices:
+        out += [*notice.splitlines(), ""]
     return out
 
 
