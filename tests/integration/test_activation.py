@@ -566,9 +566,10 @@ def test_the_pull_reads_numeric_arrays_as_psycopg_would_list_them(ns):
             assert pull_module._ages(times, moment).tolist() == pytest.approx(seconds, abs=1e-6)
 
 
-def test_the_pull_kept_for_revision_0015_gives_ages_for_the_same_neighbourhood(ns):
-    # neighbourhood_v2() stays for code of the previous revision during a
-    # deploy: neighbourhood_v3() with ages in seconds instead of times.
+def test_the_pulls_kept_for_older_revisions_give_ages_for_the_same_neighbourhood(ns):
+    # neighbourhood_v2() stays for code of revision 0015 during a deploy:
+    # neighbourhood_v3() with ages in seconds instead of times; and
+    # neighbourhood(), for revision 0013, is v2 without the seed report.
     pull_module = importlib.import_module("memstore.activation.pull")
     n = make(ns, "a", "b", "c")
     ns.link(n["a"].id, n["b"].id, weight=0.3)
@@ -580,6 +581,8 @@ def test_the_pull_kept_for_revision_0015_gives_ages_for_the_same_neighbourhood(n
         "(%s, %s::bigint[], '{}', 2, 16, false, NULL, %s, NULL, %s)",
         "v3": "SELECT * FROM memstore.neighbourhood_v3"
         "(%s, %s::bigint[], '{}', 2, 16, false, NULL, %s, NULL, %s)",
+        "v1": "SELECT * FROM memstore.neighbourhood"
+        "(%s, %s::bigint[], 2, 16, false, NULL, %s, NULL, %s)",
     }
     params = (ns.id, [n["a"].id], as_of, ns.embedder.name)
     rows = {}
@@ -590,6 +593,7 @@ def test_the_pull_kept_for_revision_0015_gives_ages_for_the_same_neighbourhood(n
                 row = cursor.execute(statement, params).fetchone()
                 rows[version] = dict(zip([c.name for c in cursor.description], row, strict=True))
     old, new = rows["v2"], rows["v3"]
+    assert rows["v1"] == {k: v for k, v in old.items() if not k.startswith("given_")}
     assert new["moment"] == as_of
     for name in pull_module.PULL_COLUMNS:
         if name in old:
