@@ -37,11 +37,11 @@ DIRECT_TYPES = ["int8", "int8", *STAGING_TYPES]
 # The input columns of a MemoryInput as a tuple, read in C: a bulk load reads
 # twenty attributes of every item.
 input_values = attrgetter(*INPUT_COLUMNS)
-CONTENT_AT = 1 + INPUT_COLUMNS.index("content")
+CONTENT_AT = INPUT_COLUMNS.index("content")
+DATA_AT = INPUT_COLUMNS.index("data")
 # remember_node runs again when a concurrent writer took its key; more
 # attempts than that mean the stored node is invisible to this transaction.
 REMEMBER_ATTEMPTS = 3
-DATA_AT = 1 + INPUT_COLUMNS.index("data")
 QUERIES = {
     **named_queries(files("memstore.graph").joinpath("ingest.sql").read_text()),
     **named_queries(files("memstore.graph").joinpath("remember.sql").read_text()),
@@ -53,6 +53,16 @@ def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
     values = item.model_dump(include=set(INPUT_COLUMNS))
     values["content"] = content
     values["data"] = item.data or {}
+    return values
+
+
+def copy_values(item: MemoryInput, content: str) -> list[Any]:
+    """The input columns of ``item`` as a COPY row writes them: the checked
+    ``content``, and ``{}`` for no data."""
+    values: list[Any] = list(input_values(item))
+    values[CONTENT_AT] = content
+    if values[DATA_AT] is None:
+        values[DATA_AT] = {}
     return values
 
 
@@ -146,12 +156,7 @@ def copy_nodes(
     with raw.cursor().copy(QUERIES["copy_staging"]) as copy:
         copy.set_types(STAGING_TYPES)
         for key, ordinal in first.items():
-            item = items[ordinal]
-            row: list[Any] = [key[2], *input_values(item)]
-            row[CONTENT_AT] = contents[ordinal]
-            if row[DATA_AT] is None:
-                row[DATA_AT] = {}
-            copy.write_row(row)
+            copy.write_row([key[2], *copy_values(items[ordinal], contents[ordinal])])
     ns = {"ns": namespace_id}
     found = {
         (kind, node_type, bytes(digest)): int(node_id)
@@ -255,17 +260,8 @@ def _copy_directly(
             copy.set_types(DIRECT_TYPES)
             for key in ordered:
                 ordinal = first[key]
-                item = items[ordinal]
-                row: list[Any] = [
-                    ids_by_key[key],
-                    namespace_id,
-                    key[2],
-                    *input_values(item),
-                ]
-                row[2 + CONTENT_AT] = contents[ordinal]
-                if row[2 + DATA_AT] is None:
-                    row[2 + DATA_AT] = {}
-                copy.write_row(row)
+                values = copy_values(items[ordinal], contents[ordinal])
+                copy.write_row([ids_by_key[key], namespace_id, key[2], *values])
     except psycopg.errors.UniqueViolation:
         # Stored before, or by a concurrent writer that has now committed.
         raw.execute("ROLLBACK TO SAVEPOINT memstore_copy")

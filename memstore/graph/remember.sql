@@ -40,8 +40,8 @@ FROM created c
 UNION ALL
 -- The node already stored under the key, when this statement's snapshot sees
 -- it. A key taken by a concurrent writer after that snapshot (ON CONFLICT
--- waited for its commit) returns no row at all: find_node then looks again
--- with a fresh snapshot.
+-- waited for its commit) returns no row at all: remember_node (nodes.py)
+-- then runs the statement again, with a fresh snapshot.
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
        n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
        n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
