@@ -14,6 +14,7 @@ for action, and the anchors it rests on.
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -379,16 +380,25 @@ def _problems(exc: ValidationError) -> str:
     )
 
 
-def _jsonable(value: object) -> Any:
-    """What of a rejected payload can be stored in the audit log."""
+# How deep a rejected payload is kept in the audit log: deeper parts become "...".
+PAYLOAD_DEPTH = 8
+
+
+def _jsonable(value: object, depth: int = 0) -> Any:
+    """What of a rejected payload can be stored in the audit log: bounded in depth and
+    breadth, so a payload nested 100,000 levels deep or a million items long costs little."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         return value[:2000]
+    if isinstance(value, dict | list) and depth >= PAYLOAD_DEPTH:
+        return "..."
     if isinstance(value, dict):
-        return {str(k)[:200]: _jsonable(v) for k, v in list(value.items())[:50]}
+        return {
+            str(k)[:200]: _jsonable(v, depth + 1) for k, v in itertools.islice(value.items(), 50)
+        }
     if isinstance(value, list):
-        return [_jsonable(v) for v in value[:50]]
+        return [_jsonable(v, depth + 1) for v in value[:50]]
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):

@@ -25,6 +25,9 @@ AGENCY = "agency"
 CLUSTER = "cluster"
 POLICY = "policy"
 LIFECYCLE_TIERS = (SHORT_TERM, DURABLE, INCUBATION, IDENTITY, INTERVENTION, AGENCY, CLUSTER)
+# The most operations any batch may hold, whatever a policy says (checked before
+# a batch is parsed); a policy's max_batch may only lower it.
+MAX_BATCH_CEILING = 10_000
 
 
 class Policy(BaseModel):
@@ -42,7 +45,7 @@ class Policy(BaseModel):
     """Operations this namespace never accepts."""
     review_required: frozenset[str] = frozenset({"crystallize_identity"})
     """Operations applied only through an accepted proposal."""
-    max_batch: Annotated[int, Field(ge=1, le=10_000)] = 1000
+    max_batch: Annotated[int, Field(ge=1, le=MAX_BATCH_CEILING)] = 1000
     """Operations in one batch."""
     max_content_bytes: Annotated[int, Field(ge=1)] | None = None
     """Content limit for operations; by default the store's ``max_content_bytes``."""
@@ -96,6 +99,7 @@ __all__ = [
     "INCUBATION",
     "INTERVENTION",
     "LIFECYCLE_TIERS",
+    "MAX_BATCH_CEILING",
     "POLICY",
     "SHORT_TERM",
     "Facts",
