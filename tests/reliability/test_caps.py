@@ -162,7 +162,8 @@ TOO_MANY = MAX_FILTER_ITEMS + 1
 )
 def test_recall_filters_are_capped(ns: Namespace, unchanged: None, field: str, value: list[str]):
     with pytest.raises(InvalidInputError) as raised:
-        ns.recall("anything", **{field: value})
+        options: dict[str, Any] = {field: value}
+        ns.recall("anything", **options)
     assert raised.value.field == field
     assert "at most" in str(raised.value)
 
@@ -210,7 +211,7 @@ def test_an_operation_as_oversized_json_text_is_refused_unparsed(ns: Namespace, 
     assert "ops[0]" in str(raised.value) and "MEMSTORE_MAX_DATA_BYTES" in str(raised.value)
     # Text that is not a list of operations is refused as such, whatever its size.
     with pytest.raises(InvalidInputError, match="must be a list"):
-        ns.apply("[" + huge + "]", phase="wake", actor="agent")  # type: ignore[arg-type]
+        ns.apply("[" + huge + "]", phase="wake", actor="agent")
 
 
 def test_a_deeply_nested_rejected_operation_is_logged_truncated(ns: Namespace):
