@@ -161,9 +161,9 @@ def parse_json(text: str, *, where: str, field: str | None = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(
-            f"{where}: not JSON ({exc.msg}, line {exc.lineno} column {exc.colno})", field=field
+            f"{where} is not JSON ({exc.msg}, line {exc.lineno} column {exc.colno})", field=field
         ) from None
     except RecursionError:
         raise InvalidInputError(
-            f"{where}: not JSON we accept (nested too deeply)", field=field
+            f"{where} is not JSON we accept: nested too deeply", field=field
         ) from None
