@@ -28,6 +28,9 @@ LIFECYCLE_TIERS = (SHORT_TERM, DURABLE, INCUBATION, IDENTITY, INTERVENTION, AGEN
 # The most operations any batch may hold, whatever a policy says (checked before
 # a batch is parsed); a policy's max_batch may only lower it.
 MAX_BATCH_CEILING = 10_000
+# Operation names a policy may list (refused_ops, review_required).
+MAX_POLICY_OPS = 100
+OpName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class Policy(BaseModel):
@@ -41,9 +44,11 @@ class Policy(BaseModel):
 
     refused_kinds: frozenset[Kind] = frozenset()
     """Memory kinds this namespace does not store (e.g. ``{"episodic"}``)."""
-    refused_ops: frozenset[str] = frozenset()
+    refused_ops: Annotated[frozenset[OpName], Field(max_length=MAX_POLICY_OPS)] = frozenset()
     """Operations this namespace never accepts."""
-    review_required: frozenset[str] = frozenset({"crystallize_identity"})
+    review_required: Annotated[frozenset[OpName], Field(max_length=MAX_POLICY_OPS)] = frozenset(
+        {"crystallize_identity"}
+    )
     """Operations applied only through an accepted proposal."""
     max_batch: Annotated[int, Field(ge=1, le=MAX_BATCH_CEILING)] = 1000
     """Operations in one batch."""

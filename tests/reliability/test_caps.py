@@ -237,3 +237,34 @@ class _unchanged_store:  # used like the fixture, as a context manager
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             assert row_counts(self.url) == self.before
+
+
+# --- other text and lists of the public API ----------------------------------------------
+
+
+def test_reasons_and_notes_are_capped(ns: Namespace, database_url: str):
+    node = ns.remember("to be forgotten")
+    long = "why " * 600  # 2400 characters
+    with _unchanged_store(database_url):
+        for call in (
+            lambda: ns.forget(node.id, reason=long),
+            lambda: ns.revise(node.id, "changed", reason=long),
+            lambda: ns.redact(node.id, reason=long),
+            lambda: ns.clear(reason=long),
+        ):
+            with pytest.raises(InvalidInputError, match="at most 2000 characters") as raised:
+                call()
+            assert raised.value.field == "reason"
+    assert ns.forget(node.id, reason="why " * 500)  # 2000 characters are fine
+
+
+def test_policy_lists_and_history_limits_are_capped(ns: Namespace, unchanged: None):
+    ops = [f"op_{i}" for i in range(101)]
+    with pytest.raises(InvalidInputError, match="invalid policy"):
+        ns.set_policy({"refused_ops": ops}, reason="too many", actor="operator")
+    with pytest.raises(InvalidInputError, match="invalid policy"):
+        ns.set_policy({"review_required": ["x" * 65]}, reason="too long", actor="operator")
+    for limit in (0, 10_001, True, "5"):
+        with pytest.raises(InvalidInputError) as raised:
+            ns.consolidation.history(limit=limit)  # type: ignore[arg-type]
+        assert raised.value.field == "limit"
