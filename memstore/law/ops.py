@@ -27,7 +27,16 @@ from pydantic import (
 )
 
 from memstore.inputs import LinkInput
-from memstore.models import MemoryInput, Privacy, Reason, TargetKind, Unit
+from memstore.models import (
+    MAX_DATA_BYTES_CEILING,
+    MAX_DATA_DEPTH,
+    MemoryInput,
+    Privacy,
+    Reason,
+    TargetKind,
+    Unit,
+    json_size,
+)
 
 # The explicit marker for a record that rests on nothing it can point to.
 ANCHOR_MISSING = "anchor:missing"
@@ -269,6 +278,14 @@ class Revise(_Op):
     reason: Reason
     changes: dict[str, Any] = Field(default_factory=dict)
     """Other fields of the new version (any :class:`~memstore.models.MemoryInput` field)."""
+
+    @field_validator("changes", mode="after")
+    @classmethod
+    def _bounded(cls, changes: dict[str, Any]) -> dict[str, Any]:
+        # JSON within the data document's depth (one level more: changes holds data) and
+        # ceiling, before the law walks it; the store's own limit is the law's check.
+        json_size(changes, limit=2 * MAX_DATA_BYTES_CEILING, max_depth=MAX_DATA_DEPTH + 1)
+        return changes
 
 
 class Forget(_Op):

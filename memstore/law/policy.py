@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstore.models import Kind, NodeStatus
+from memstore.models import DEFAULT_MAX_DATA_BYTES, Kind, NodeStatus
 
 from .ops import Disposition, EpistemicTier
 
@@ -94,6 +94,8 @@ class Facts(BaseModel):
     edges: dict[int, bool] = Field(default_factory=dict)
     """Edge id → whether it is alive (not tombstoned)."""
     content_limit: int = 64 * 1024
+    data_limit: int = DEFAULT_MAX_DATA_BYTES
+    """The store's ``max_data_bytes``: the largest data document an operation may write."""
 
 
 __all__ = [

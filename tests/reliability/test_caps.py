@@ -104,19 +104,22 @@ def test_revise_and_transactions_refuse_oversized_data(
 
 
 @pytest.mark.parametrize("doc", HUGE.values(), ids=HUGE.keys())
-def test_a_lifecycle_operation_with_oversized_data_writes_nothing(
+def test_the_law_rejects_an_operation_with_oversized_data(
     ns: Namespace, database_url: str, doc: dict[str, Any]
 ):
-    op = {"op": "remember", "content": "from the law", "data": doc}
+    node = ns.remember("a fact to revise")
+    batches: dict[str, dict[str, Any]] = {
+        "remember": {"op": "remember", "content": "from the law", "data": doc},
+        "revise": {"op": "revise", "node_id": node.id, "content": "revised", "reason": "r",
+                   "changes": {"data": doc}},
+    }  # fmt: skip
     with _unchanged_store(database_url):
-        try:
+        for name, op in batches.items():
             receipt = ns.apply([op], phase="wake", actor="agent")
-        except InvalidInputError as exc:  # the store's limit, met while writing
-            assert exc.field == "data"
-        else:  # the model's own ceiling or depth: the law rejects the operation
-            assert not receipt.applied
-            assert receipt.results[0].outcome == "rejected"
-            assert "data" in (receipt.results[0].reason or "")
+            assert not receipt.applied, name
+            assert receipt.results[0].outcome == "rejected", name
+            reason = receipt.results[0].reason or ""
+            assert "data" in reason or "changes" in reason, (name, reason)
 
 
 def test_data_at_the_limit_is_stored_and_one_byte_more_is_not(database_url: str):
