@@ -206,7 +206,9 @@ class MemoryInput(BaseModel):
     """One memory to remember: everything :meth:`Namespace.remember` accepts.
 
     Content limits (non-empty, at most ``MEMSTORE_MAX_CONTENT_BYTES``) are checked
-    by the namespace, which knows the configured limit.
+    by the namespace, which knows the configured limit; so is the size of
+    ``data`` (``MEMSTORE_MAX_DATA_BYTES``). The model itself holds ``data`` to
+    JSON, :data:`MAX_DATA_DEPTH` levels and :data:`MAX_DATA_BYTES_CEILING`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
