@@ -245,7 +245,7 @@ class _unchanged_store:  # used like the fixture, as a context manager
 # --- other text and lists of the public API ----------------------------------------------
 
 
-def test_reasons_and_notes_are_capped(ns: Namespace, database_url: str):
+def test_reasons_are_capped(ns: Namespace, database_url: str):
     node = ns.remember("to be forgotten")
     long = "why " * 600  # 2400 characters
     with _unchanged_store(database_url):
