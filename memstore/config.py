@@ -8,6 +8,8 @@ import platformdirs
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstore.models import DEFAULT_MAX_DATA_BYTES, MAX_DATA_BYTES_CEILING, MAX_DATA_DEPTH
+
 
 def default_data_dir() -> Path:
     """Per-user home of the embedded server: ``~/.local/share/memstore`` on Linux."""
@@ -38,6 +40,15 @@ class Settings(BaseSettings):
         ge=1,
         le=100 * 1024 * 1024,
         description="Largest content (UTF-8 bytes) one memory may hold.",
+    )
+    max_data_bytes: int = Field(
+        default=DEFAULT_MAX_DATA_BYTES,
+        ge=2,
+        le=MAX_DATA_BYTES_CEILING,
+        description=(
+            "Largest data document (UTF-8 bytes as compact JSON) one memory may hold;"
+            f" it may also nest at most {MAX_DATA_DEPTH} levels deep."
+        ),
     )
     embedder: str = Field(
         default="auto",

@@ -114,6 +114,15 @@ class ContentTooLargeError(InvalidInputError):
         self.limit = limit
 
 
+class DataTooLargeError(InvalidInputError):
+    """A JSON document (a memory's ``data``) is larger than its limit, e.g.
+    ``MEMSTORE_MAX_DATA_BYTES``; ``limit`` is that limit in bytes."""
+
+    def __init__(self, message: str, *, limit: int, field: str = "data"):
+        super().__init__(message, field=field)
+        self.limit = limit
+
+
 class DimensionMismatchError(InvalidInputError):
     """A vector's length differs from the embedder's dimensions."""
 

@@ -76,12 +76,20 @@ def checked_text(value: object, field: str, *, max_length: int = 200) -> str:
     return value
 
 
-def checked_reason(reason: object) -> str:
-    """A non-blank reason without NUL characters, trimmed."""
+# The longest reason (or review note) a verb records, as the operations' Reason type.
+REASON_MAX = 2000
+
+
+def checked_reason(reason: object, field: str = "reason") -> str:
+    """A non-blank reason of at most :data:`REASON_MAX` characters without NUL, trimmed."""
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidInputError("a reason is required", field="reason")
+        raise InvalidInputError("a reason is required", field=field)
+    if len(reason) > REASON_MAX:
+        raise InvalidInputError(
+            f"{field} may be at most {REASON_MAX} characters, not {len(reason)}", field=field
+        )
     try:
         check_clean(reason)
     except ValueError as exc:
-        raise InvalidInputError(f"reason {exc}", field="reason") from None
+        raise InvalidInputError(f"{field} {exc}", field=field) from None
     return reason.strip()

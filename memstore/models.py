@@ -9,7 +9,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 # Privacy levels: 0 public, 1 internal, 2 private, 3 secret. A caller's privacy
 # ceiling hides every node above it.
@@ -84,6 +92,103 @@ def check_clean(value: object, depth: int = 0) -> None:
             check_clean(item, depth + 1)
 
 
+# The data document (a memory's ``data``): how deep it may nest, and the largest
+# ``MEMSTORE_MAX_DATA_BYTES`` may allow (the model checks this ceiling wherever a
+# MemoryInput is built; the namespace checks the configured limit before it
+# writes, see memstore.graph.content.checked_data).
+MAX_DATA_DEPTH = 32
+DEFAULT_MAX_DATA_BYTES = 64 * 1024
+MAX_DATA_BYTES_CEILING = 16 * 1024 * 1024
+# The most items a filter list (kinds, node_types, tiers, seeds) may hold.
+MAX_FILTER_ITEMS = 100
+_JSON_NAMES = {None: 4, True: 4, False: 5}  # null, true, false
+
+
+class DataTooLarge(ValueError):
+    """A JSON document is larger than ``limit`` bytes (raised before it was all read)."""
+
+    def __init__(self, message: str, *, limit: int):
+        super().__init__(message)
+        self.limit = limit
+
+
+def json_size(value: object, *, limit: int, max_depth: int = MAX_DATA_DEPTH) -> int:
+    """The UTF-8 bytes of ``value`` as compact JSON, checked while it is walked.
+
+    Raises ValueError for what is not JSON (text, numbers, booleans, null,
+    lists, objects; object keys text or scalars, as :func:`json.dumps` takes
+    them), text PostgreSQL cannot hold (NUL, lone surrogates), a float that is
+    NaN or infinite, or nesting deeper than ``max_depth`` containers; and
+    :class:`DataTooLarge` as soon as the running size passes ``limit``. The walk
+    is iterative (no recursion limit) and stops at the first problem, so a
+    50 MB document or a million-element list costs about ``limit`` bytes of
+    work, never a serialisation of the whole thing.
+
+    >>> json_size({"a": [1, "é"]}, limit=100)  # {"a":[1,"é"]}: é is two bytes
+    14
+    """
+    size = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            size += _text_size(item, limit - size)
+        elif item is None or isinstance(item, bool):
+            size += _JSON_NAMES[item]
+        elif isinstance(item, int):
+            # ~3.3 bits a digit: refuse an absurd integer without printing it.
+            if item.bit_length() > 4 * (limit - size + 1):
+                raise DataTooLarge(f"is more than {limit} bytes as JSON", limit=limit)
+            try:
+                size += len(str(item))
+            except ValueError:  # more digits than Python will print
+                raise ValueError("holds an integer too large to store") from None
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError("is not a finite number")
+            size += len(repr(item))
+        elif isinstance(item, dict | list | tuple):
+            if depth >= max_depth:
+                raise ValueError(f"nests deeper than {max_depth} levels")
+            size += 2 + max(len(item) - 1, 0)  # brackets and commas
+            if size > limit:  # before reading a million entries
+                raise DataTooLarge(f"is more than {limit} bytes as JSON", limit=limit)
+            if isinstance(item, dict):
+                size += len(item)  # colons
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        if key is not None and not isinstance(key, int | float):
+                            raise ValueError(
+                                f"must be JSON: object keys must be text, not {type(key).__name__}"
+                            )
+                        key = json.dumps(key)  # how json.dumps writes a scalar key
+                    stack.append((key, depth + 1))
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        else:
+            raise ValueError(
+                "must be JSON (text, numbers, booleans, null, lists, objects), "
+                f"not {type(item).__name__}"
+            )
+        if size > limit:
+            raise DataTooLarge(f"is more than {limit} bytes as JSON", limit=limit)
+    return size
+
+
+def _text_size(text: str, room: int) -> int:
+    """Bytes of ``text`` as a JSON string; more than ``room`` without encoding it when it is
+    longer than ``room`` characters (a character is at least one byte)."""
+    if len(text) > room:
+        return len(text) + 2
+    if "\x00" in text:
+        raise ValueError("contains a NUL character")
+    try:
+        return len(json.dumps(text, ensure_ascii=False).encode())
+    except UnicodeEncodeError:
+        raise ValueError("contains a lone surrogate: not valid Unicode text") from None
+
+
 ShortText = Annotated[str, Field(min_length=1, max_length=200)]
 Reason = Annotated[str, Field(min_length=1, max_length=2000)]
 
@@ -101,7 +206,9 @@ class MemoryInput(BaseModel):
     """One memory to remember: everything :meth:`Namespace.remember` accepts.
 
     Content limits (non-empty, at most ``MEMSTORE_MAX_CONTENT_BYTES``) are checked
-    by the namespace, which knows the configured limit.
+    by the namespace, which knows the configured limit; so is the size of
+    ``data`` (``MEMSTORE_MAX_DATA_BYTES``). The model itself holds ``data`` to
+    JSON, :data:`MAX_DATA_DEPTH` levels and :data:`MAX_DATA_BYTES_CEILING`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -136,19 +243,17 @@ class MemoryInput(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _clean(cls, value: Any) -> Any:
-        check_clean(value)
+    def _clean(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name != "data":  # _json walks data once, with its limits
+            check_clean(value)
         return value
 
     @field_validator("data", mode="after")
     @classmethod
     def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"must be JSON (text, numbers, booleans, null, lists, objects): {exc}"
-            ) from None
+        # The ceiling of MEMSTORE_MAX_DATA_BYTES; the namespace checks the
+        # configured limit (memstore.graph.content.checked_data) before it writes.
+        json_size(value, limit=MAX_DATA_BYTES_CEILING)
         return value
 
     @model_validator(mode="after")

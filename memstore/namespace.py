@@ -32,7 +32,7 @@ from memstore.errors import (
     InvalidInputError,
 )
 from memstore.graph import lineage as lineage_sql
-from memstore.graph.content import checked_content
+from memstore.graph.content import checked_content, checked_data
 from memstore.graph.nodes import QUERIES as NODE_QUERIES
 from memstore.graph.nodes import copy_nodes, may_copy_directly, remember_params
 from memstore.graph.rows import (
@@ -349,6 +349,8 @@ class Namespace:
         content with the same kind and node_type is one node: remembering it
         again returns the stored node, whatever its status.
         """
+        # data first: a 50 MB document is refused after reading about the limit.
+        checked_data(fields.get("data"), limit=self.settings.max_data_bytes)
         item = validated(MemoryInput, content=content, **fields)
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
         vector = self.vectors([item], [text])  # outside the transaction: keep it short
@@ -398,6 +400,8 @@ class Namespace:
             checked_content(p.content, limit=limit, field=f"items[{i}].content")
             for i, p in enumerate(parsed)
         ]
+        for i, p in enumerate(parsed):  # MemoryInputs given as such were not checked yet
+            checked_data(p.data, limit=self.settings.max_data_bytes, field=f"items[{i}].data")
         build_index_after = False
         ids: list[int] = []
         with self.connection() as conn:
@@ -751,6 +755,11 @@ class Namespace:
                 raise InvalidInputError(
                     f"items[{position}] has a key that is not text", field="items"
                 )
+            checked_data(
+                item.get("data"),
+                limit=self.settings.max_data_bytes,
+                field=f"items[{position}].data",
+            )
             try:
                 return validated(MemoryInput, **item)
             except InvalidInputError as exc:

@@ -31,7 +31,7 @@ from memstore.errors import (
     ProtectedNodeError,
 )
 from memstore.graph import lineage as lineage_sql
-from memstore.graph.content import checked_content
+from memstore.graph.content import checked_content, checked_data
 from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import remember_node, remember_params
 from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
@@ -64,6 +64,7 @@ class NamespaceTransaction:
         ``vector``: the embedder's vector of the content, when the caller
         computed it outside the transaction.
         """
+        checked_data(fields.get("data"), limit=self.namespace.settings.max_data_bytes)
         item = validated(MemoryInput, content=content, **fields)
         return self.remember_item(item, vector=vector)
 
@@ -78,6 +79,8 @@ class NamespaceTransaction:
     ) -> tuple[Node, bool]:
         """Like :meth:`remember_item`, and whether this call created the node."""
         text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
+        # Every write of a node passes here or revise (tiers, lifecycle operations).
+        checked_data(item.data, limit=self.namespace.settings.max_data_bytes)
         row = self._remember(item, text, vector)
         return to_node(row, self.name), bool(row["created"])
 
@@ -123,6 +126,7 @@ class NamespaceTransaction:
     def revise(self, node_id: int, content: str, *, reason: str, **changes: Any) -> Node:
         """See :meth:`memstore.namespace.Namespace.revise`."""
         reason = checked_reason(reason)
+        checked_data(changes.get("data"), limit=self.namespace.settings.max_data_bytes)
         old = self.current(node_id)
         if old.protected and not self.cultivating:
             raise ProtectedNodeError(
@@ -133,6 +137,7 @@ class NamespaceTransaction:
         carried.update(changes, content=content)
         item = validated(MemoryInput, **carried)
         text = checked_content(item.content, limit=self.namespace.settings.max_content_bytes)
+        checked_data(item.data, limit=self.namespace.settings.max_data_bytes)
         new_id = self._remember(item, text, None)["id"]
         if new_id == old.id:
             raise InvalidInputError(

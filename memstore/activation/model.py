@@ -35,6 +35,10 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 # Bookkeeping types: activation reaches them (they may carry edges), but they
 # are never handed to the agent as working memory.
 NEVER_WORKING_MEMORY = frozenset({"InternalStateEvent", "Tag"})
+# Given seed ids per activation; node types named in thresholds and never_working_memory.
+MAX_SEEDS = 1000
+MAX_NODE_TYPES = 1000
+NodeTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class ActivationParams(BaseModel):
@@ -58,11 +62,15 @@ class ActivationParams(BaseModel):
     """τ: the base-level activation B at which recency is 0.5."""
     actr_scale: Annotated[float, Field(gt=0, le=50, allow_inf_nan=False)] = 1.0
     """s: recency = 1 / (1 + exp(−(B − τ) / s))."""
-    thresholds: dict[str, Unit] = Field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    thresholds: Annotated[dict[NodeTypeName, Unit], Field(max_length=MAX_NODE_TYPES)] = Field(
+        default_factory=lambda: dict(DEFAULT_THRESHOLDS)
+    )
     """Per node type: the activation a node needs to enter working memory."""
     default_threshold: Unit = 0.05
     """The threshold of a node type not in ``thresholds``."""
-    never_working_memory: frozenset[str] = NEVER_WORKING_MEMORY
+    never_working_memory: Annotated[frozenset[NodeTypeName], Field(max_length=MAX_NODE_TYPES)] = (
+        NEVER_WORKING_MEMORY
+    )
     non_suppressible_layers: frozenset[Annotated[int, Field(ge=0, le=LAYER_MAX)]] = frozenset({0})
     """Layers that a higher layer's inhibitory edge cannot suppress (0 = SAFETY)."""
     neighbour_share: Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False)] = 0.0
@@ -84,7 +92,7 @@ class ActivateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     query: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
-    seeds: Annotated[list[RowId], Field(max_length=1000)] | None = None
+    seeds: Annotated[list[RowId], Field(max_length=MAX_SEEDS)] | None = None
     depth: Annotated[int, Field(ge=0, le=6)] = 2
     fanout: Annotated[int, Field(ge=1, le=10_000)] = 16
     limit: Annotated[int, Field(ge=1, le=1000)] = 20

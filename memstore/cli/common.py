@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
 from memstore.config import Settings
+from memstore.errors import InvalidInputError
 from memstore.store import MemoryStore
 
 app = typer.Typer(
@@ -100,3 +103,67 @@ def print_json(model: BaseModel | Sequence[BaseModel]) -> None:
         print("[" + ",\n".join(m.model_dump_json(indent=2) for m in model) + "]")
     else:
         print(model.model_dump_json(indent=2))
+
+
+def read_input(source: str, *, max_bytes: int | None = None, what: str = "file") -> str:
+    """The UTF-8 text of file ``source`` (``-``: stdin), or an :class:`InvalidInputError`.
+
+    Every command that reads a file reads it here, so each failure is one line
+    on stderr and exit 1, never a traceback: a missing file, a directory, a
+    file it may not read, one larger than ``max_bytes`` (refused before it is
+    read), bytes that are not UTF-8, an empty (or blank) file. A UTF-8 byte
+    order mark is skipped.
+    """
+    name = "stdin" if source == "-" else source
+    if not source:
+        raise InvalidInputError(f"no {what} given", field=what)
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(-1 if max_bytes is None else max_bytes + 1)
+        else:
+            path = Path(source)
+            if path.is_dir():
+                raise InvalidInputError(f"{name}: is a directory, not a {what}", field=what)
+            if not path.exists():
+                raise InvalidInputError(f"{name}: no such {what}", field=what)
+            if max_bytes is not None and path.stat().st_size > max_bytes:
+                raise InvalidInputError(
+                    f"{name}: larger than {max_bytes} bytes, the most this command reads",
+                    field=what,
+                )
+            data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(
+            f"{name}: cannot be read ({exc.strerror or type(exc).__name__})", field=what
+        ) from None
+    if max_bytes is not None and len(data) > max_bytes:  # stdin, or a file that grew
+        raise InvalidInputError(
+            f"{name}: larger than {max_bytes} bytes, the most this command reads", field=what
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{name}: not UTF-8 text (undecodable byte at offset {exc.start})", field=what
+        ) from None
+    if not text.strip():
+        raise InvalidInputError(f"{name}: is empty", field=what)
+    return text
+
+
+def parse_json(text: str, *, where: str, field: str | None = None) -> Any:
+    """``text`` parsed as JSON, or one :class:`InvalidInputError` line naming ``where``.
+
+    Python's parser recurses: pathologically nested input (100,000 ``[``) raises
+    RecursionError, which is answered like any other malformed JSON.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{where} is not JSON ({exc.msg}, line {exc.lineno} column {exc.colno})", field=field
+        ) from None
+    except RecursionError:
+        raise InvalidInputError(
+            f"{where} is not JSON we accept: nested too deeply", field=field
+        ) from None

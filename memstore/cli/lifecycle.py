@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
-from memstore.errors import InvalidInputError
+from memstore.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    open_store,
+    out,
+    parse_json,
+    print_json,
+    read_input,
+)
 from memstore.law.ops import operation_schema
 from memstore.law.receipt import Receipt
 
@@ -23,13 +28,14 @@ ActorOption = Annotated[
 ]
 
 
+# The largest batch file `memstore apply` reads (refused before it is read or parsed).
+APPLY_MAX_BYTES = 64 * 1024 * 1024
+
+
 def _read_ops(source: str) -> list[Any]:
     """A JSON list of operations (or one operation) from a file, or '-' for stdin."""
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    try:
-        loaded = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{source}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    text = read_input(source, max_bytes=APPLY_MAX_BYTES)
+    loaded = parse_json(text, where="stdin" if source == "-" else source, field="file")
     return loaded if isinstance(loaded, list) else [loaded]
 
 

@@ -11,7 +11,15 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
+from memstore.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    open_store,
+    out,
+    parse_json,
+    print_json,
+    read_input,
+)
 from memstore.errors import InvalidInputError
 from memstore.models import Hit, Kind, Node, RecallMode, TargetKind
 
@@ -91,10 +99,8 @@ def remember(
 def import_(
     ctx: typer.Context,
     path: Annotated[
-        Path,
-        typer.Argument(
-            help="JSON Lines (one memory object per line) or text.", exists=True, dir_okay=False
-        ),
+        str,
+        typer.Argument(help="JSON Lines (.jsonl or .json: one memory object per line) or text."),
     ],
     namespace: NamespaceOption = "default",
     batch_size: Annotated[int, typer.Option(help="Memories embedded per batch.")] = 1000,
@@ -102,14 +108,12 @@ def import_(
 ) -> None:
     """Bulk-load memories (binary COPY), all or nothing, with a progress bar."""
     items: list[Any] = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    as_json_lines = Path(path).suffix in (".jsonl", ".json")
+    for number, line in enumerate(read_input(path).splitlines(), start=1):
         if not line.strip():
             continue
-        if path.suffix in (".jsonl", ".json"):
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        if as_json_lines:
+            items.append(parse_json(line, where=f"{path}:{number}", field="file"))
         else:
             items.append(line)
     with open_store(ctx) as store, Progress(console=out, transient=True) as bar:

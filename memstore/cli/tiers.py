@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
+from memstore.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    open_store,
+    out,
+    parse_json,
+    print_json,
+)
 from memstore.errors import InvalidInputError
 
 lessons_app = typer.Typer(help="Lessons: rules learned from experience.", no_args_is_help=True)
@@ -197,10 +203,7 @@ def procedures_show(
 
 
 def _steps(text: str) -> list[dict[str, str]]:
-    try:
-        steps = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"--steps is not JSON: {exc}", field="steps") from None
+    steps = parse_json(text, where="--steps", field="steps")
     if not isinstance(steps, list):
         raise InvalidInputError("--steps must be a JSON list", field="steps")
     return steps

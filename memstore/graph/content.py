@@ -6,8 +6,8 @@ import hashlib
 import re
 import unicodedata
 
-from memstore.errors import ContentTooLargeError, InvalidInputError
-from memstore.models import check_clean
+from memstore.errors import ContentTooLargeError, DataTooLargeError, InvalidInputError
+from memstore.models import MAX_DATA_DEPTH, DataTooLarge, check_clean, json_size
 
 _SPACE = re.compile(r"\s+")
 
@@ -57,3 +57,29 @@ def checked_content(content: object, *, limit: int, field: str = "content") -> s
             limit=limit,
         )
     return text
+
+
+def checked_data(data: object, *, limit: int, field: str = "data") -> None:
+    """Raise unless ``data`` is a JSON document of at most ``limit`` bytes and
+    :data:`~memstore.models.MAX_DATA_DEPTH` levels (``MEMSTORE_MAX_DATA_BYTES``).
+
+    Cheap whatever the input: the walk stops at the first level too deep or as
+    soon as the running size passes the limit (:func:`~memstore.models.json_size`).
+    """
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise InvalidInputError(
+            f"{field} must be a JSON object (a dict), not {type(data).__name__}", field=field
+        )
+    try:
+        json_size(data, limit=limit, max_depth=MAX_DATA_DEPTH)
+    except DataTooLarge:
+        raise DataTooLargeError(
+            f"{field} is more than {limit} bytes as JSON; the limit is {limit}"
+            " (MEMSTORE_MAX_DATA_BYTES)",
+            limit=limit,
+            field=field,
+        ) from None
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}", field=field) from None

@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from memstore.models import MemoryInput, NodeStatus
+from memstore.models import MAX_DATA_DEPTH, DataTooLarge, MemoryInput, NodeStatus, json_size
 
 from .ops import (
     OP_NAMES,
@@ -220,6 +220,8 @@ def _judge_one(
 ) -> str | None:
     if isinstance(op, Unparsed):
         return f"not a valid operation: {op.reason}"
+    if reason := _data_error(op, world.facts.data_limit):
+        return reason
     if reason := _text_error(op, world.facts.content_limit, policy):
         return reason
     if op.op in policy.refused_ops:
@@ -270,6 +272,20 @@ def _text_error(op: Operation, content_limit: int, policy: Policy) -> str | None
         size = len(content.encode("utf-8"))
         if size > limit:
             return f"content is {size} bytes; the limit is {limit}"
+    return None
+
+
+def _data_error(op: Operation, limit: int) -> str | None:
+    """Why the data document an operation would write is refused (MEMSTORE_MAX_DATA_BYTES)."""
+    data = op.changes.get("data") if isinstance(op, Revise) else getattr(op, "data", None)
+    if data is None:
+        return None
+    try:
+        json_size(data, limit=limit, max_depth=MAX_DATA_DEPTH)
+    except DataTooLarge:
+        return f"data is more than {limit} bytes as JSON; the limit is {limit}"
+    except ValueError as exc:
+        return f"data {exc}"
     return None
 
 

@@ -14,6 +14,7 @@ for action, and the anchors it rests on.
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,7 +27,16 @@ from pydantic import (
 )
 
 from memstore.inputs import LinkInput
-from memstore.models import MemoryInput, Privacy, Reason, TargetKind, Unit
+from memstore.models import (
+    MAX_DATA_BYTES_CEILING,
+    MAX_DATA_DEPTH,
+    MemoryInput,
+    Privacy,
+    Reason,
+    TargetKind,
+    Unit,
+    json_size,
+)
 
 # The explicit marker for a record that rests on nothing it can point to.
 ANCHOR_MISSING = "anchor:missing"
@@ -269,6 +279,14 @@ class Revise(_Op):
     changes: dict[str, Any] = Field(default_factory=dict)
     """Other fields of the new version (any :class:`~memstore.models.MemoryInput` field)."""
 
+    @field_validator("changes", mode="after")
+    @classmethod
+    def _bounded(cls, changes: dict[str, Any]) -> dict[str, Any]:
+        # JSON within the data document's depth (one level more: changes holds data) and
+        # ceiling, before the law walks it; the store's own limit is the law's check.
+        json_size(changes, limit=2 * MAX_DATA_BYTES_CEILING, max_depth=MAX_DATA_DEPTH + 1)
+        return changes
+
 
 class Forget(_Op):
     """:meth:`~memstore.namespace.Namespace.forget` as an operation."""
@@ -379,16 +397,25 @@ def _problems(exc: ValidationError) -> str:
     )
 
 
-def _jsonable(value: object) -> Any:
-    """What of a rejected payload can be stored in the audit log."""
+# How deep a rejected payload is kept in the audit log: deeper parts become "...".
+PAYLOAD_DEPTH = 8
+
+
+def _jsonable(value: object, depth: int = 0) -> Any:
+    """What of a rejected payload can be stored in the audit log: bounded in depth and
+    breadth, so a payload nested 100,000 levels deep or a million items long costs little."""
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         return value[:2000]
+    if isinstance(value, dict | list) and depth >= PAYLOAD_DEPTH:
+        return "..."
     if isinstance(value, dict):
-        return {str(k)[:200]: _jsonable(v) for k, v in list(value.items())[:50]}
+        return {
+            str(k)[:200]: _jsonable(v, depth + 1) for k, v in itertools.islice(value.items(), 50)
+        }
     if isinstance(value, list):
-        return [_jsonable(v) for v in value[:50]]
+        return [_jsonable(v, depth + 1) for v in value[:50]]
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):

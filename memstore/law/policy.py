@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstore.models import Kind, NodeStatus
+from memstore.models import DEFAULT_MAX_DATA_BYTES, Kind, NodeStatus
 
 from .ops import Disposition, EpistemicTier
 
@@ -25,6 +25,12 @@ AGENCY = "agency"
 CLUSTER = "cluster"
 POLICY = "policy"
 LIFECYCLE_TIERS = (SHORT_TERM, DURABLE, INCUBATION, IDENTITY, INTERVENTION, AGENCY, CLUSTER)
+# The most operations any batch may hold, whatever a policy says (checked before
+# a batch is parsed); a policy's max_batch may only lower it.
+MAX_BATCH_CEILING = 10_000
+# Operation names a policy may list (refused_ops, review_required).
+MAX_POLICY_OPS = 100
+OpName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class Policy(BaseModel):
@@ -38,11 +44,13 @@ class Policy(BaseModel):
 
     refused_kinds: frozenset[Kind] = frozenset()
     """Memory kinds this namespace does not store (e.g. ``{"episodic"}``)."""
-    refused_ops: frozenset[str] = frozenset()
+    refused_ops: Annotated[frozenset[OpName], Field(max_length=MAX_POLICY_OPS)] = frozenset()
     """Operations this namespace never accepts."""
-    review_required: frozenset[str] = frozenset({"crystallize_identity"})
+    review_required: Annotated[frozenset[OpName], Field(max_length=MAX_POLICY_OPS)] = frozenset(
+        {"crystallize_identity"}
+    )
     """Operations applied only through an accepted proposal."""
-    max_batch: Annotated[int, Field(ge=1, le=10_000)] = 1000
+    max_batch: Annotated[int, Field(ge=1, le=MAX_BATCH_CEILING)] = 1000
     """Operations in one batch."""
     max_content_bytes: Annotated[int, Field(ge=1)] | None = None
     """Content limit for operations; by default the store's ``max_content_bytes``."""
@@ -86,6 +94,8 @@ class Facts(BaseModel):
     edges: dict[int, bool] = Field(default_factory=dict)
     """Edge id → whether it is alive (not tombstoned)."""
     content_limit: int = 64 * 1024
+    data_limit: int = DEFAULT_MAX_DATA_BYTES
+    """The store's ``max_data_bytes``: the largest data document an operation may write."""
 
 
 __all__ = [
@@ -96,6 +106,7 @@ __all__ = [
     "INCUBATION",
     "INTERVENTION",
     "LIFECYCLE_TIERS",
+    "MAX_BATCH_CEILING",
     "POLICY",
     "SHORT_TERM",
     "Facts",

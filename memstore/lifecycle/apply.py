@@ -135,7 +135,13 @@ def apply_in(
     """
     parsed = [parse_operation(op) for op in ops]
     lock_key(tx, "lifecycle")  # batches of one namespace are judged one at a time
-    facts = load_facts(tx, parsed, content_limit=tx.namespace.settings.max_content_bytes)
+    settings = tx.namespace.settings
+    facts = load_facts(
+        tx,
+        parsed,
+        content_limit=settings.max_content_bytes,
+        data_limit=settings.max_data_bytes,
+    )
     verdicts = judge(parsed, phase=phase, facts=facts, policy=policy)
     batch_id = uuid.uuid4().hex
     results = [

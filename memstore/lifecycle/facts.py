@@ -22,7 +22,7 @@ from memstore.law.ops import (
 )
 from memstore.law.policy import AGENCY, Facts, NodeFacts, ProposalFacts
 from memstore.law.receipt import Proposal
-from memstore.models import Node
+from memstore.models import DEFAULT_MAX_DATA_BYTES, Node
 from memstore.tiers.common import is_current
 
 if TYPE_CHECKING:
@@ -78,7 +78,11 @@ def node_facts(node: Node) -> NodeFacts:
 
 
 def load_facts(
-    tx: NamespaceTransaction, ops: Sequence[Operation | Unparsed], *, content_limit: int
+    tx: NamespaceTransaction,
+    ops: Sequence[Operation | Unparsed],
+    *,
+    content_limit: int,
+    data_limit: int = DEFAULT_MAX_DATA_BYTES,
 ) -> Facts:
     """The nodes, edges, pressure keys and proposals ``ops`` name (proposals locked)."""
     refs = _Refs()
@@ -101,6 +105,7 @@ def load_facts(
             for p in found.values()
         },
         content_limit=content_limit,
+        data_limit=data_limit,
     )
 
 

@@ -79,7 +79,7 @@ class Review:
         """
         self.get(proposal_id)
         if note is not None:
-            note = checked_reason(note)
+            note = checked_reason(note, "note")
         op = AcceptProposal(proposal_id=proposal_id, note=note)
         return self._decide(op, reviewer)
 

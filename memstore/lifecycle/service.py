@@ -27,7 +27,7 @@ from memstore.law.consolidate import (
 )
 from memstore.law.law import PHASES
 from memstore.law.ops import ANCHOR_MISSING, Anatomy, Phase
-from memstore.law.policy import INCUBATION, POLICY, SHORT_TERM, Policy
+from memstore.law.policy import INCUBATION, MAX_BATCH_CEILING, POLICY, SHORT_TERM, Policy
 from memstore.law.receipt import Receipt
 from memstore.models import MemoryInput, Node
 
@@ -52,10 +52,42 @@ def checked_actor(actor: object, default: str | None = None) -> str:
     return name
 
 
-def _checked_batch(ops: object) -> list[Any]:
+def _checked_batch(ns: Namespace, ops: object, limit: int = MAX_BATCH_CEILING) -> list[Any]:
+    """``ops`` as a list, refused before any operation is parsed when it holds more than
+    ``limit`` operations or an operation given as JSON text is longer than
+    :func:`operation_bytes_limit`: a million operations cost one ``len``, not a million parses."""
     if isinstance(ops, str | bytes | dict) or not isinstance(ops, Sequence):
         raise InvalidInputError("ops must be a list of operations (models or dicts)", field="ops")
-    return list(ops)
+    if len(ops) > limit:
+        raise InvalidInputError(
+            f"a batch holds at most {limit} operations; this one has {len(ops)}", field="ops"
+        )
+    most = operation_bytes_limit(ns)
+    batch = list(ops)
+    for i, op in enumerate(batch):
+        if isinstance(op, str | bytes) and len(op) > most:
+            raise InvalidInputError(
+                f"ops[{i}] is {len(op)} characters of JSON; an operation may be at most {most}"
+                " (4 x (MEMSTORE_MAX_CONTENT_BYTES + MEMSTORE_MAX_DATA_BYTES))",
+                field="ops",
+            )
+    return batch
+
+
+def operation_bytes_limit(ns: Namespace) -> int:
+    """The longest JSON text one operation may be: room for its content and data at their
+    limits, escaped (``\\uXXXX`` makes text longer), and its other fields."""
+    return 4 * (ns.settings.max_content_bytes + ns.settings.max_data_bytes)
+
+
+def _within_policy(batch: list[Any], policy: Policy) -> None:
+    """Refuse a batch over the namespace's ``max_batch`` before it is parsed."""
+    if len(batch) > policy.max_batch:
+        raise InvalidInputError(
+            f"a batch holds at most {policy.max_batch} operations (the namespace policy's"
+            f" max_batch); this one has {len(batch)}",
+            field="ops",
+        )
 
 
 def _checked_phase(phase: object) -> Phase:
@@ -68,14 +100,14 @@ def apply(
     ns: Namespace, ops: Sequence[Any], *, phase: Phase, actor: str | None, atomic: bool
 ) -> Receipt:
     """See :meth:`memstore.namespace.Namespace.apply`."""
-    batch = _checked_batch(ops)
+    batch = _checked_batch(ns, ops)
     phase = _checked_phase(phase)
     who = checked_actor(actor, ns.settings.actor)
     try:
         with ns.transaction() as tx:
-            return apply_in(
-                tx, batch, phase=phase, actor=who, policy=read_policy(tx), atomic=atomic
-            )
+            policy = read_policy(tx)
+            _within_policy(batch, policy)
+            return apply_in(tx, batch, phase=phase, actor=who, policy=policy, atomic=atomic)
     except Rejected as rejected:
         return rejected.receipt
 
@@ -105,7 +137,7 @@ def sleep(
         not isinstance(older_than, timedelta) or older_than < timedelta(0)
     ):
         raise InvalidInputError("older_than must be a non-negative timedelta", field="older_than")
-    batch = None if ops is None else _checked_batch(ops)
+    batch = None if ops is None else _checked_batch(ns, ops)
 
     def account(_parsed: Sequence[Any], receipt: Receipt) -> None:
         residue = sorted(pressure - _accounted(receipt))
@@ -118,16 +150,14 @@ def sleep(
             lock_key(tx, "lifecycle")
             records = short_term_records(tx, older_than)
             pressure = {record.id for record in records}
+            policy = read_policy(tx)
             if batch is None:
                 given = SleepInput(records=records, incubations=incubations(tx))
                 batch = list((distiller or Consolidator())(given))
+            else:
+                _within_policy(batch, policy)
             receipt = apply_in(
-                tx,
-                batch,
-                phase="sleep",
-                actor=who,
-                policy=read_policy(tx),
-                on_judged=account,
+                tx, batch, phase="sleep", actor=who, policy=policy, on_judged=account
             )
     except Rejected as rejected:
         if forced:

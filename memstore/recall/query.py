@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from memstore.models import Kind, Privacy, RecallMode
+from memstore.models import MAX_FILTER_ITEMS, Kind, Privacy, RecallMode
+
+NodeTypeName = Annotated[str, Field(min_length=1, max_length=64)]
+TierName = Annotated[str, Field(min_length=1, max_length=200)]
 
 Fusion = Literal["weighted", "rrf"]
 # Share of the similarity signal in weighted fusion when the embedder does not
@@ -23,9 +26,10 @@ class RecallQuery(BaseModel):
     text: str = Field(min_length=1, max_length=10_000)
     k: int = Field(default=10, ge=1, le=1000)
     mode: RecallMode = "hybrid"
-    kinds: list[Kind] | None = None
-    node_types: list[str] | None = None
-    tiers: list[str] | None = None
+    # Filters: at most MAX_FILTER_ITEMS values each, as long as the fields they match.
+    kinds: Annotated[list[Kind], Field(max_length=MAX_FILTER_ITEMS)] | None = None
+    node_types: Annotated[list[NodeTypeName], Field(max_length=MAX_FILTER_ITEMS)] | None = None
+    tiers: Annotated[list[TierName], Field(max_length=MAX_FILTER_ITEMS)] | None = None
     as_of: AwareDatetime | None = None
     valid_at: AwareDatetime | None = None
     include_superseded: bool = False

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.db.schema import nodes
+from memstore.errors import InvalidInputError
 from memstore.inputs import validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import CONSOLIDATION, current_entries, is_current, now
@@ -65,7 +66,11 @@ class Consolidation:
             )
 
     def history(self, limit: int | None = None) -> list[Node]:
-        """Consolidation events, newest first."""
+        """Consolidation events, newest first (all of them, or the newest ``limit``)."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000
+        ):
+            raise InvalidInputError("limit must be an integer from 1 to 10000", field="limit")
         with self.ns.transaction() as tx:
             return current_entries(tx.conn, self.ns, CONSOLIDATION, limit=limit)
 
