@@ -16,10 +16,10 @@
 --                  keyed hash
 --   operations     naming an erased version, such an edge or such a proposal
 --                  (payload or receipt): every text in payload and receipt
---                  nulled, free-form data/changes dropped, reason cleared,
+--                  'redacted', free-form data/changes dropped, reason cleared,
 --                  actor a keyed hash
 --   proposals      whose operation names one, or whose acceptance wrote one:
---                  operation and evidence texts nulled, rationale and decision
+--                  operation and evidence texts 'redacted', rationale and decision
 --                  reason cleared, proposer/decider keyed hashes; a pending one
 --                  is rejected
 --   activations    the session id of every activation of a session that
@@ -104,19 +104,20 @@ GRANT EXECUTE ON FUNCTION memstore.erasure_digest(bigint, bytea) TO memstore_red
 GRANT EXECUTE ON FUNCTION memstore.erased_text(bigint, text) TO memstore_redactor;
 
 -- A JSON document (an operation, a receipt, evidence) with its words taken
--- out: every string becomes null, and the free-form objects (data, changes)
--- go whole, keys included. Numbers (ids, weights), booleans and the shape stay.
+-- out: every string becomes "redacted", and the free-form objects (data,
+-- changes) become {}, keys included. Numbers (ids, weights), booleans and the
+-- shape stay, so what reads the row still finds the types it expects.
 CREATE OR REPLACE FUNCTION memstore.erased_json(p_doc jsonb)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE jsonb_typeof(p_doc)
-        WHEN 'string' THEN 'null'::jsonb
+        WHEN 'string' THEN '"redacted"'::jsonb
         WHEN 'object' THEN (
             SELECT coalesce(jsonb_object_agg(
                        e.key,
-                       CASE WHEN e.key IN ('data', 'changes') THEN 'null'::jsonb
+                       CASE WHEN e.key IN ('data', 'changes') THEN '{}'::jsonb
                             ELSE memstore.erased_json(e.value) END), '{}'::jsonb)
             FROM jsonb_each(p_doc) AS e)
         WHEN 'array' THEN (
