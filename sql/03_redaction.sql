@@ -202,6 +202,133 @@ $$;
 REVOKE ALL ON FUNCTION memstore.erasure_of(text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.erasure_of(text, jsonb) TO memstore_redactor;
 
+-- The key of namespace p_ns, drawn (64 random bytes, stored as the HMAC
+-- pads) if it has none yet.
+CREATE OR REPLACE FUNCTION memstore.draw_erasure_key(p_ns bigint)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_key bytea;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM memstore.erasure_keys k WHERE k.namespace_id = p_ns)
+    THEN
+        new_key := decode(replace(gen_random_uuid()::text || gen_random_uuid()::text
+                              || gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
+                      'hex');
+        INSERT INTO memstore.erasure_keys (namespace_id, inner_pad, outer_pad)
+        SELECT p_ns,
+               string_agg(set_byte('\x00'::bytea, 0, get_byte(new_key, i) # 54), ''::bytea ORDER BY i),
+               string_agg(set_byte('\x00'::bytea, 0, get_byte(new_key, i) # 92), ''::bytea ORDER BY i)
+        FROM generate_series(0, 63) AS i
+        ON CONFLICT DO NOTHING;
+    END IF;
+END;
+$$;
+
+-- Erase versions p_versions of namespace p_ns, and everything around them that
+-- carried the caller's words (the table at the top of this file); p_actor
+-- decides the pending proposals it rejects. Writes no redactions row: that is
+-- redact_lineage's (and revision 0017's completion of older erasures). Every
+-- UPDATE is idempotent: erasing twice writes the same values.
+CREATE OR REPLACE FUNCTION memstore.erase_versions(
+    p_ns bigint, p_versions bigint[], p_actor text
+) RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    edge_ids bigint[];
+    named_proposals bigint[];
+BEGIN
+    PERFORM memstore.draw_erasure_key(p_ns);
+    UPDATE memstore.nodes n
+    SET content = '', label = NULL, data = '{}'::jsonb, content_hash = NULL,
+        subject = NULL, scope = NULL, tier = NULL, node_type = 'Redacted',
+        source = memstore.erased_text(p_ns, n.source),
+        actor = memstore.erased_text(p_ns, n.actor),
+        run_id = memstore.erased_text(p_ns, n.run_id)
+    WHERE n.namespace_id = p_ns AND n.id = ANY (p_versions);
+
+    DELETE FROM memstore.embeddings e
+    WHERE e.namespace_id = p_ns AND e.node_id = ANY (p_versions);
+
+    WITH touched AS (
+        UPDATE memstore.edges e
+        SET relation = 'redacted',
+            source = memstore.erased_text(p_ns, e.source),
+            actor = memstore.erased_text(p_ns, e.actor),
+            run_id = memstore.erased_text(p_ns, e.run_id)
+        WHERE e.namespace_id = p_ns
+          AND (e.src = ANY (p_versions) OR e.dst = ANY (p_versions))
+        RETURNING e.id)
+    SELECT coalesce(array_agg(t.id), '{}') INTO edge_ids FROM touched t;
+
+    UPDATE memstore.tombstones t
+    SET reason = 'redacted', actor = memstore.erased_text(p_ns, t.actor)
+    WHERE t.namespace_id = p_ns
+      AND (t.node_id = ANY (p_versions) OR t.edge_id = ANY (edge_ids));
+
+    UPDATE memstore.supersessions s
+    SET reason = 'redacted', actor = memstore.erased_text(p_ns, s.actor)
+    WHERE s.namespace_id = p_ns
+      AND (s.old_id = ANY (p_versions) OR s.new_id = ANY (p_versions));
+
+    -- The audit log and the review queue: rows that name an erased version
+    -- or edge, and the proposals behind them (a proposal whose acceptance
+    -- wrote a version), with the operations that queued or decided those.
+    SELECT coalesce(array_agg(DISTINCT p.id), '{}') INTO named_proposals
+    FROM (SELECT pr.id FROM memstore.proposals pr
+          WHERE pr.namespace_id = p_ns
+            AND (memstore.named_ids(pr.operation, false) && p_versions
+                 OR memstore.named_ids(pr.operation, true) && edge_ids)
+          UNION ALL
+          SELECT (o.receipt->>'proposal_id')::bigint FROM memstore.operations o
+          WHERE o.namespace_id = p_ns
+            AND jsonb_typeof(o.receipt->'proposal_id') = 'number'
+            AND (memstore.named_ids(o.payload, false) && p_versions
+                 OR memstore.named_ids(o.receipt, false) && p_versions
+                 OR memstore.named_ids(o.payload, true) && edge_ids
+                 OR memstore.named_ids(o.receipt, true) && edge_ids)) AS p(id);
+
+    UPDATE memstore.operations o
+    SET payload = memstore.erased_json(o.payload),
+        receipt = memstore.erased_json(o.receipt),
+        reason = NULL,
+        actor = memstore.erased_text(p_ns, o.actor)
+    WHERE o.namespace_id = p_ns
+      AND (memstore.named_ids(o.payload, false) && p_versions
+           OR memstore.named_ids(o.receipt, false) && p_versions
+           OR memstore.named_ids(o.payload, true) && edge_ids
+           OR memstore.named_ids(o.receipt, true) && edge_ids
+           OR (jsonb_typeof(o.receipt->'proposal_id') = 'number'
+               AND (o.receipt->>'proposal_id')::bigint = ANY (named_proposals))
+           OR (jsonb_typeof(o.payload->'proposal_id') = 'number'
+               AND (o.payload->>'proposal_id')::bigint = ANY (named_proposals)));
+
+    UPDATE memstore.proposals pr
+    SET operation = memstore.erased_json(pr.operation),
+        evidence = memstore.erased_json(pr.evidence),
+        rationale = NULL,
+        proposed_by = memstore.erased_text(p_ns, pr.proposed_by),
+        status = CASE WHEN pr.status = 'pending' THEN 'rejected' ELSE pr.status END,
+        decided_by = CASE WHEN pr.status = 'pending' THEN p_actor
+                          ELSE memstore.erased_text(p_ns, pr.decided_by) END,
+        decision_reason = CASE WHEN pr.status = 'pending' THEN 'erased by a redaction' END
+    WHERE pr.namespace_id = p_ns AND pr.id = ANY (named_proposals);
+
+    UPDATE memstore.activations a
+    SET session_id = memstore.erased_text(p_ns, a.session_id)
+    WHERE a.namespace_id = p_ns
+      AND a.session_id IN (SELECT s.session_id FROM memstore.activations s
+                           WHERE s.namespace_id = p_ns
+                             AND s.node_id = ANY (p_versions) AND s.session_id IS NOT NULL);
+END;
+$$;
+
 -- Erase the memory p_node_id of namespace p_namespace_id: with p_all_versions
 -- every version of its lineage (its ancestors and descendants, as
 -- Namespace.lineage lists them), else that version alone. Returns the versions
@@ -227,9 +354,6 @@ DECLARE
     versions bigint[];
     locked bigint[];
     fresh bigint[];
-    edge_ids bigint[];
-    named_proposals bigint[];
-    new_key bytea;
 BEGIN
     IF p_reason IS NULL OR btrim(p_reason) = '' OR p_actor IS NULL OR btrim(p_actor) = '' THEN
         RAISE EXCEPTION USING
@@ -291,20 +415,7 @@ BEGIN
             TABLE = 'redactions';
     END IF;
 
-    -- The namespace's key, drawn on its first erasure.
-    IF NOT EXISTS (SELECT 1 FROM memstore.erasure_keys k WHERE k.namespace_id = p_namespace_id)
-    THEN
-        new_key := decode(replace(gen_random_uuid()::text || gen_random_uuid()::text
-                              || gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
-                      'hex');
-        INSERT INTO memstore.erasure_keys (namespace_id, inner_pad, outer_pad)
-        SELECT p_namespace_id,
-               string_agg(set_byte('\x00'::bytea, 0, get_byte(new_key, i) # 54), ''::bytea ORDER BY i),
-               string_agg(set_byte('\x00'::bytea, 0, get_byte(new_key, i) # 92), ''::bytea ORDER BY i)
-        FROM generate_series(0, 63) AS i
-        ON CONFLICT DO NOTHING;
-    END IF;
-
+    PERFORM memstore.draw_erasure_key(p_namespace_id);
     -- The records first, while the content is there to be hashed.
     RETURN QUERY
     INSERT INTO memstore.redactions AS r (namespace_id, node_id, reason, actor, content_hash)
@@ -315,87 +426,7 @@ BEGIN
     ORDER BY n.id
     RETURNING r.node_id, r.id;
 
-    UPDATE memstore.nodes n
-    SET content = '', label = NULL, data = '{}'::jsonb, content_hash = NULL,
-        subject = NULL, scope = NULL, tier = NULL, node_type = 'Redacted',
-        source = memstore.erased_text(p_namespace_id, n.source),
-        actor = memstore.erased_text(p_namespace_id, n.actor),
-        run_id = memstore.erased_text(p_namespace_id, n.run_id)
-    WHERE n.namespace_id = p_namespace_id AND n.id = ANY (versions);
-
-    DELETE FROM memstore.embeddings e
-    WHERE e.namespace_id = p_namespace_id AND e.node_id = ANY (versions);
-
-    WITH touched AS (
-        UPDATE memstore.edges e
-        SET relation = 'redacted',
-            source = memstore.erased_text(p_namespace_id, e.source),
-            actor = memstore.erased_text(p_namespace_id, e.actor),
-            run_id = memstore.erased_text(p_namespace_id, e.run_id)
-        WHERE e.namespace_id = p_namespace_id
-          AND (e.src = ANY (versions) OR e.dst = ANY (versions))
-        RETURNING e.id)
-    SELECT coalesce(array_agg(t.id), '{}') INTO edge_ids FROM touched t;
-
-    UPDATE memstore.tombstones t
-    SET reason = 'redacted', actor = memstore.erased_text(p_namespace_id, t.actor)
-    WHERE t.namespace_id = p_namespace_id
-      AND (t.node_id = ANY (versions) OR t.edge_id = ANY (edge_ids));
-
-    UPDATE memstore.supersessions s
-    SET reason = 'redacted', actor = memstore.erased_text(p_namespace_id, s.actor)
-    WHERE s.namespace_id = p_namespace_id
-      AND (s.old_id = ANY (versions) OR s.new_id = ANY (versions));
-
-    -- The audit log and the review queue: rows that name an erased version
-    -- or edge, and the proposals behind them (a proposal whose acceptance
-    -- wrote a version), with the operations that queued or decided those.
-    SELECT coalesce(array_agg(DISTINCT p.id), '{}') INTO named_proposals
-    FROM (SELECT pr.id FROM memstore.proposals pr
-          WHERE pr.namespace_id = p_namespace_id
-            AND (memstore.named_ids(pr.operation, false) && versions
-                 OR memstore.named_ids(pr.operation, true) && edge_ids)
-          UNION ALL
-          SELECT (o.receipt->>'proposal_id')::bigint FROM memstore.operations o
-          WHERE o.namespace_id = p_namespace_id
-            AND jsonb_typeof(o.receipt->'proposal_id') = 'number'
-            AND (memstore.named_ids(o.payload, false) && versions
-                 OR memstore.named_ids(o.receipt, false) && versions
-                 OR memstore.named_ids(o.payload, true) && edge_ids
-                 OR memstore.named_ids(o.receipt, true) && edge_ids)) AS p(id);
-
-    UPDATE memstore.operations o
-    SET payload = memstore.erased_json(o.payload),
-        receipt = memstore.erased_json(o.receipt),
-        reason = NULL,
-        actor = memstore.erased_text(p_namespace_id, o.actor)
-    WHERE o.namespace_id = p_namespace_id
-      AND (memstore.named_ids(o.payload, false) && versions
-           OR memstore.named_ids(o.receipt, false) && versions
-           OR memstore.named_ids(o.payload, true) && edge_ids
-           OR memstore.named_ids(o.receipt, true) && edge_ids
-           OR (jsonb_typeof(o.receipt->'proposal_id') = 'number'
-               AND (o.receipt->>'proposal_id')::bigint = ANY (named_proposals))
-           OR (jsonb_typeof(o.payload->'proposal_id') = 'number'
-               AND (o.payload->>'proposal_id')::bigint = ANY (named_proposals)));
-
-    UPDATE memstore.proposals pr
-    SET operation = memstore.erased_json(pr.operation),
-        evidence = memstore.erased_json(pr.evidence),
-        rationale = NULL,
-        proposed_by = memstore.erased_text(p_namespace_id, pr.proposed_by),
-        status = CASE WHEN pr.status = 'pending' THEN 'rejected' ELSE pr.status END,
-        decided_by = CASE WHEN pr.status = 'pending' THEN p_actor
-                          ELSE memstore.erased_text(p_namespace_id, pr.decided_by) END,
-        decision_reason = CASE WHEN pr.status = 'pending' THEN 'erased by a redaction' END
-    WHERE pr.namespace_id = p_namespace_id AND pr.id = ANY (named_proposals);
-
-    UPDATE memstore.activations a
-    SET session_id = memstore.erased_text(p_namespace_id, a.session_id)
-    WHERE a.namespace_id = p_namespace_id
-      AND a.session_id IN (SELECT s.session_id FROM memstore.activations s
-                           WHERE s.namespace_id = p_namespace_id
-                             AND s.node_id = ANY (versions) AND s.session_id IS NOT NULL);
+    PERFORM memstore.erase_versions(p_namespace_id, versions, p_actor);
 
     PERFORM set_config('memstore.privacy_ceiling', coalesce(caller_ceiling, ''), true);
 END;
@@ -421,6 +452,11 @@ $$;
 -- Erasure is not for everyone who can connect: the migrating role may call it,
 -- and grants it to the application role (docs/security.md). Grants first:
 -- after the owner changes, a non-superuser migrating role could not grant.
+REVOKE ALL ON FUNCTION memstore.draw_erasure_key(bigint) FROM PUBLIC;
+ALTER FUNCTION memstore.draw_erasure_key(bigint) OWNER TO memstore_redactor;
+REVOKE ALL ON FUNCTION memstore.erase_versions(bigint, bigint[], text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION memstore.erase_versions(bigint, bigint[], text) TO CURRENT_USER;
+ALTER FUNCTION memstore.erase_versions(bigint, bigint[], text) OWNER TO memstore_redactor;
 REVOKE ALL ON FUNCTION memstore.redact_lineage(bigint, bigint, text, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.redact_lineage(bigint, bigint, text, text, boolean)
     TO CURRENT_USER;
