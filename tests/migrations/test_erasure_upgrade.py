@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import psycopg
 
@@ -14,19 +15,24 @@ __all__ = ["engine_for"]  # a fixture, used by name
 TOKEN = "zqxjv-old-erasure"
 
 
+def _one(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def test_upgrading_completes_older_erasures(make_database, engine_for):
     url = make_database(migrated=False)
     migrate.upgrade(engine_for(url), "0016")
     with psycopg.connect(url, autocommit=True) as admin:
-        ns = admin.execute(
-            "INSERT INTO memstore.namespaces (name) VALUES ('old') RETURNING id"
-        ).fetchone()[0]
+        ns = _one(admin, "INSERT INTO memstore.namespaces (name) VALUES ('old') RETURNING id")
         erased, kept = (
-            admin.execute(
+            _one(
+                admin,
                 "INSERT INTO memstore.nodes (namespace_id, kind, content, subject, source)"
                 " VALUES (%s, 'semantic', %s, %s, %s) RETURNING id",
                 (ns, content, f"subject {TOKEN}", f"source {TOKEN}"),
-            ).fetchone()[0]
+            )
             for content in (f"erased {TOKEN}", "kept")
         )
         admin.execute(
