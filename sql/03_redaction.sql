@@ -353,6 +353,7 @@ DECLARE
     caller_ceiling text := current_setting('memstore.privacy_ceiling', true);
     versions bigint[];
     locked bigint[];
+    seen bigint;
     fresh bigint[];
 BEGIN
     IF p_reason IS NULL OR btrim(p_reason) = '' OR p_actor IS NULL OR btrim(p_actor) = '' THEN
@@ -399,6 +400,17 @@ BEGIN
         WHERE n.namespace_id = p_namespace_id AND n.id = ANY (versions)
         ORDER BY n.id
         FOR UPDATE;
+        GET DIAGNOSTICS seen = ROW_COUNT;
+        -- Every version has a row (a foreign key); one not seen is hidden by
+        -- the ceiling, where the setting above does not reach (the shards of a
+        -- distributed PostgreSQL): refuse rather than erase part of a memory.
+        IF seen < cardinality(versions) THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'MS005',
+                MESSAGE = format('node %s has versions above the declared privacy ceiling:'
+                                 ' declare ceiling 3 to erase the whole memory', p_node_id),
+                TABLE = 'nodes';
+        END IF;
         locked := locked || versions;
     END LOOP;
 

@@ -25,6 +25,7 @@ from memstore.embedding import HashingEmbedder
 from memstore.errors import InvalidInputError, RedactionError
 from memstore.models import NodeStatus
 from memstore.namespace import Namespace
+from tests.conftest import declare_namespace
 from tests.integration.test_row_security import _as, roles_applied
 
 __all__ = ["roles_applied"]  # a fixture, used by name
@@ -334,3 +335,28 @@ def test_a_pending_proposal_about_an_erased_memory_is_rejected(space):
     assert space.review.pending() == []
     decided = space.review.get(proposal_id)
     assert (decided.status, decided.decided_by) == ("rejected", "dpo")
+
+
+def test_the_named_version_must_be_visible_and_the_rest_is_erased_whatever_its_privacy(
+    erasing_store, database_url
+):
+    space = erasing_store.namespace(f"erasure-{uuid.uuid4().hex[:10]}")
+    public = space.remember(f"public {TOKEN}", kind="semantic", privacy=0)
+    secret = space.revise(public.id, f"secret {TOKEN}", reason="r", privacy=3)
+    with psycopg.connect(database_url) as admin:
+        declare_namespace(admin, space.id, ceiling=0)
+        call = "SELECT node_id FROM memstore.redact_lineage(%s, %s, 'request', 'dpo', true)"
+        # Under ceiling 0 the privacy-3 version is not there to be named...
+        with pytest.raises(psycopg.Error, match="does not exist") as exc:
+            admin.execute(call, (space.id, secret.id))
+        assert exc.value.sqlstate == "MS005"
+        admin.rollback()
+        # ...but naming the visible one erases the whole memory, and the
+        # declared ceiling is back afterwards.
+        declare_namespace(admin, space.id, ceiling=0)
+        erased = admin.execute(call, (space.id, public.id)).fetchall()
+        ceiling = admin.execute("SELECT current_setting('memstore.privacy_ceiling')").fetchone()
+        admin.commit()
+    assert sorted(row[0] for row in erased) == [public.id, secret.id]
+    assert ceiling == ("0",)
+    assert {v.content for v in space.lineage(public.id)} == {""}
