@@ -242,6 +242,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     edge_ids bigint[];
+    id_pattern text;
+    named_ops bigint[];
     named_proposals bigint[];
 BEGIN
     PERFORM memstore.draw_erasure_key(p_ns);
@@ -280,34 +282,48 @@ BEGIN
     -- The audit log and the review queue: rows that name an erased version
     -- or edge, and the proposals behind them (a proposal whose acceptance
     -- wrote a version), with the operations that queued or decided those.
-    SELECT coalesce(array_agg(DISTINCT p.id), '{}') INTO named_proposals
-    FROM (SELECT pr.id FROM memstore.proposals pr
-          WHERE pr.namespace_id = p_ns
-            AND (memstore.named_ids(pr.operation, false) && p_versions
-                 OR memstore.named_ids(pr.operation, true) && edge_ids)
-          UNION ALL
-          SELECT (o.receipt->>'proposal_id')::bigint FROM memstore.operations o
-          WHERE o.namespace_id = p_ns
-            AND jsonb_typeof(o.receipt->'proposal_id') = 'number'
-            AND (memstore.named_ids(o.payload, false) && p_versions
-                 OR memstore.named_ids(o.receipt, false) && p_versions
-                 OR memstore.named_ids(o.payload, true) && edge_ids
-                 OR memstore.named_ids(o.receipt, true) && edge_ids)) AS p(id);
+    -- A regular expression over the row's text finds the few candidates
+    -- (12 us a row; named_ids() costs 0.4 ms, so it checks only those).
+    id_pattern := '(^|[^0-9.])(' || array_to_string(p_versions || edge_ids, '|')
+                  || ')($|[^0-9.])';
+    WITH candidates AS MATERIALIZED (
+        SELECT o.id, o.payload, o.receipt FROM memstore.operations o
+        WHERE o.namespace_id = p_ns
+          AND (o.payload::text || ' ' || o.receipt::text) ~ id_pattern)
+    SELECT coalesce(array_agg(c.id), '{}'),
+           coalesce(array_agg((c.receipt->>'proposal_id')::bigint)
+                    FILTER (WHERE jsonb_typeof(c.receipt->'proposal_id') = 'number'), '{}')
+    INTO named_ops, named_proposals
+    FROM candidates c
+    WHERE memstore.named_ids(c.payload, false) && p_versions
+       OR memstore.named_ids(c.receipt, false) && p_versions
+       OR memstore.named_ids(c.payload, true) && edge_ids
+       OR memstore.named_ids(c.receipt, true) && edge_ids;
+
+    WITH candidates AS MATERIALIZED (
+        SELECT pr.id, pr.operation FROM memstore.proposals pr
+        WHERE pr.namespace_id = p_ns AND pr.operation::text ~ id_pattern)
+    SELECT named_proposals || coalesce(array_agg(c.id), '{}') INTO named_proposals
+    FROM candidates c
+    WHERE memstore.named_ids(c.operation, false) && p_versions
+       OR memstore.named_ids(c.operation, true) && edge_ids;
+
+    IF cardinality(named_proposals) > 0 THEN
+        SELECT named_ops || coalesce(array_agg(o.id), '{}') INTO named_ops
+        FROM memstore.operations o
+        WHERE o.namespace_id = p_ns
+          AND ((jsonb_typeof(o.receipt->'proposal_id') = 'number'
+                AND (o.receipt->>'proposal_id')::bigint = ANY (named_proposals))
+               OR (jsonb_typeof(o.payload->'proposal_id') = 'number'
+                   AND (o.payload->>'proposal_id')::bigint = ANY (named_proposals)));
+    END IF;
 
     UPDATE memstore.operations o
     SET payload = memstore.erased_json(o.payload),
         receipt = memstore.erased_json(o.receipt),
         reason = NULL,
         actor = memstore.erased_text(p_ns, o.actor)
-    WHERE o.namespace_id = p_ns
-      AND (memstore.named_ids(o.payload, false) && p_versions
-           OR memstore.named_ids(o.receipt, false) && p_versions
-           OR memstore.named_ids(o.payload, true) && edge_ids
-           OR memstore.named_ids(o.receipt, true) && edge_ids
-           OR (jsonb_typeof(o.receipt->'proposal_id') = 'number'
-               AND (o.receipt->>'proposal_id')::bigint = ANY (named_proposals))
-           OR (jsonb_typeof(o.payload->'proposal_id') = 'number'
-               AND (o.payload->>'proposal_id')::bigint = ANY (named_proposals)));
+    WHERE o.namespace_id = p_ns AND o.id = ANY (named_ops);
 
     UPDATE memstore.proposals pr
     SET operation = memstore.erased_json(pr.operation),
