@@ -31,8 +31,9 @@
 -- tombstones and lineage stay.
 --
 -- Keyed hashes: HMAC-SHA256 with a per-namespace key of memstore.erasure_keys
--- (64 random bytes drawn by gen_random_uuid(), PostgreSQL's strong random
--- source; stored as the HMAC inner and outer pads). Only memstore_redactor
+-- (64 bytes from four gen_random_uuid() values, 488 random bits from
+-- PostgreSQL's strong random source; stored as the HMAC inner and outer
+-- pads). Only memstore_redactor
 -- and the owner can read it, so nobody else can confirm a guess of an erased
 -- value; who holds the key can (that is what the hash is for: audit).
 --
