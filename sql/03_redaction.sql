@@ -107,7 +107,10 @@ GRANT EXECUTE ON FUNCTION memstore.erased_text(bigint, text) TO memstore_redacto
 -- A JSON document (an operation, a receipt, evidence) with its words taken
 -- out: every string becomes "redacted", and the free-form objects (data,
 -- changes) become {}, keys included. Numbers (ids, weights), booleans and the
--- shape stay, so what reads the row still finds the types it expects.
+-- shape stay, so what reads the row still finds the types it expects, and so
+-- do the three strings memstore itself writes, not the caller: an "op" name
+-- (lower-case letters and _), an "outcome" (accepted/rejected) and a "target"
+-- (node/edge).
 CREATE OR REPLACE FUNCTION memstore.erased_json(p_doc jsonb)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -119,6 +122,13 @@ AS $$
             SELECT coalesce(jsonb_object_agg(
                        e.key,
                        CASE WHEN e.key IN ('data', 'changes') THEN '{}'::jsonb
+                            WHEN jsonb_typeof(e.value) = 'string'
+                                 AND ((e.key = 'op' AND e.value #>> '{}' ~ '^[a-z][a-z_]{0,63}$')
+                                      OR (e.key = 'outcome'
+                                          AND e.value #>> '{}' IN ('accepted', 'rejected'))
+                                      OR (e.key = 'target'
+                                          AND e.value #>> '{}' IN ('node', 'edge')))
+                                 THEN e.value
                             ELSE memstore.erased_json(e.value) END), '{}'::jsonb)
             FROM jsonb_each(p_doc) AS e)
         WHEN 'array' THEN (
