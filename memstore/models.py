@@ -51,6 +51,8 @@ class StoreStatus(BaseModel):
 Kind = Literal["working", "episodic", "semantic", "procedural"]
 RecallMode = Literal["hybrid", "semantic", "lexical"]
 TargetKind = Literal["node", "edge"]
+# What ns.redact erases: every version of the memory's lineage, or the one named.
+RedactVersions = Literal["all", "one"]
 NODE_KINDS: tuple[str, ...] = get_args(Kind)
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]

@@ -57,6 +57,7 @@ from memstore.models import (
     Node,
     NodeStatus,
     RecallMode,
+    RedactVersions,
     TargetKind,
     check_clean,
 )
@@ -453,10 +454,35 @@ class Namespace:
         with self.transaction() as tx:
             return tx.forget(target_id, reason=reason, target=target, actor=actor)
 
-    def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
-        """Erase a node's content for good (audited); its id, edges and lineage stay."""
+    def redact(
+        self,
+        node_id: int,
+        *,
+        reason: str,
+        actor: str | None = None,
+        versions: RedactVersions = "all",
+    ) -> Node:
+        """Erase a memory for good (audited); returns the node ``node_id``, now redacted.
+
+        ``versions="all"`` (the default) erases every version of the memory's
+        lineage, older and newer than ``node_id`` (what :meth:`lineage` lists);
+        ``"one"`` erases ``node_id`` alone. Each erased version loses its
+        content, label, data, subject, scope, tier and node type, its vectors,
+        and every other trace of the caller's words: the text of the edges
+        touching it, the reasons of its tombstones and supersessions, the
+        operations and proposals naming it, the session ids of the sessions
+        that activated it; provenance (source, actor, run id) and session ids
+        become keyed hashes (docs/security.md, "Erasure"). Ids, edges and
+        lineage stay. ``reason`` and ``actor`` are recorded with each erased
+        version in ``memstore.redactions``: do not put personal data in them.
+
+        Raises :class:`~memstore.errors.RedactionError` when every version to
+        erase is already redacted, :class:`~memstore.errors.NodeNotFoundError`
+        for an unknown node, :class:`~memstore.errors.InvalidInputError` for a
+        ``versions`` other than ``"all"`` or ``"one"``.
+        """
         with self.transaction() as tx:
-            return tx.redact(node_id, reason=reason, actor=actor)
+            return tx.redact(node_id, reason=reason, actor=actor, versions=versions)
 
     def get(self, node_id: int) -> Node:
         """The node with its status: current, superseded, tombstoned or redacted."""

@@ -16,7 +16,7 @@ from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
-from memstore.db.schema import metadata
+from memstore.db.schema import SECRET_TABLES, metadata
 from memstore.db.transaction import transaction
 from memstore.db.urls import mask
 from memstore.embedding.base import Embedder
@@ -166,6 +166,7 @@ class MemoryStore:
                     conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
                 )
                 for table in metadata.sorted_tables
+                if table.name not in SECRET_TABLES  # the service may not read them
             }
             revision = migrate.current_revision(conn)
         return StoreStatus(

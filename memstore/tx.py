@@ -36,7 +36,7 @@ from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import remember_node, remember_params
 from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
 from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
-from memstore.models import Edge, MemoryInput, Node, NodeStatus, TargetKind
+from memstore.models import Edge, MemoryInput, Node, NodeStatus, RedactVersions, TargetKind
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
@@ -191,10 +191,22 @@ class NamespaceTransaction:
             actor=self._actor(actor),
         )
 
-    def redact(self, node_id: int, *, reason: str, actor: str | None = None) -> Node:
+    def redact(
+        self,
+        node_id: int,
+        *,
+        reason: str,
+        actor: str | None = None,
+        versions: RedactVersions = "all",
+    ) -> Node:
         """See :meth:`memstore.namespace.Namespace.redact`."""
         reason = checked_reason(reason)
         node_id = checked_id(node_id)
+        if versions not in ("all", "one"):
+            raise InvalidInputError(
+                f"versions must be 'all' (every version of the memory) or 'one', not {versions!r}",
+                field="versions",
+            )
         if not fetch_nodes(self.conn, self.id, self.name, [node_id]):
             self.raise_missing(node_id)
         lineage_sql.redact(
@@ -203,6 +215,7 @@ class NamespaceTransaction:
             node_id,
             reason=reason,
             actor=self._actor(actor),
+            all_versions=versions == "all",
         )
         return self.node(node_id)
 

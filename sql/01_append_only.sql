@@ -20,26 +20,50 @@ END;
 $$;
 
 -- nodes: the one UPDATE that passes is the audited erasure, recognised by the
--- role it runs as (memstore.redact_node is SECURITY DEFINER, owned by
--- memstore_redactor). A setting would not do: any session can set one, and
--- settings do not reach the shards of a distributed PostgreSQL.
+-- role it runs as (memstore.redact_lineage is SECURITY DEFINER, owned by
+-- memstore_redactor), and only when it writes exactly what an erasure writes
+-- (memstore.erasure_of, sql/03_redaction.sql). A setting would not do: any
+-- session can set one, and settings do not reach the shards of a distributed
+-- PostgreSQL.
 CREATE OR REPLACE FUNCTION memstore.guard_node_update() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF current_user = 'memstore_redactor'
-       AND NEW.content = '' AND NEW.label IS NULL
-       AND NEW.data = '{}'::jsonb AND NEW.content_hash IS NULL
-       AND to_jsonb(NEW) - ARRAY['content', 'label', 'data', 'content_hash', 'search']
-           = to_jsonb(OLD) - ARRAY['content', 'label', 'data', 'content_hash', 'search']
-    THEN
-        RETURN NEW;
+    -- Nested, not AND: only the redactor may compute the keyed hashes.
+    IF current_user = 'memstore_redactor' THEN
+        IF to_jsonb(NEW) - 'search'
+           = (to_jsonb(OLD) - 'search') || memstore.erasure_of('nodes', to_jsonb(OLD))
+        THEN
+            RETURN NEW;
+        END IF;
     END IF;
     RAISE EXCEPTION USING
         ERRCODE = 'MS001',
         MESSAGE = format('UPDATE on %s refused: nodes are append-only: revise creates a new'
-                         ' version; forget writes a tombstone; memstore.redact_node erases'
+                         ' version; forget writes a tombstone; memstore.redact_lineage erases'
                          ' personal data', TG_TABLE_NAME),
         HINT = 'revise creates a new version; forget writes a tombstone',
+        SCHEMA = TG_TABLE_SCHEMA,
+        TABLE = TG_TABLE_NAME;
+END;
+$$;
+
+-- The other truth tables that hold a caller's words about a memory (edges,
+-- tombstones, supersessions, operations, activations): UPDATE is refused like
+-- refuse_change() refuses it, except the erasure's, as for nodes.
+-- TG_ARGV[0]: the table's logical name (a distributed PostgreSQL reports shard
+-- names in TG_TABLE_NAME); TG_ARGV[1]: the sanctioned alternative.
+CREATE OR REPLACE FUNCTION memstore.refuse_unless_erasing() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_user = 'memstore_redactor' THEN
+        IF to_jsonb(NEW) = to_jsonb(OLD) || memstore.erasure_of(TG_ARGV[0], to_jsonb(OLD)) THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    RAISE EXCEPTION USING
+        ERRCODE = 'MS001',
+        MESSAGE = format('%s on %s refused: %s', TG_OP, TG_TABLE_NAME, TG_ARGV[1]),
+        HINT = TG_ARGV[1],
         SCHEMA = TG_TABLE_SCHEMA,
         TABLE = TG_TABLE_NAME;
 END;
@@ -68,7 +92,8 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.nodes
 
 -- edges
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.edges
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
+    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_unless_erasing(
+        'edges',
         'edges are append-only: link a new edge; forget writes a tombstone; learned weights live in edge_state');
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.edges
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
@@ -79,7 +104,8 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.edges
 
 -- tombstones
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.tombstones
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
+    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_unless_erasing(
+        'tombstones',
         'tombstones are append-only: a tombstone is never lifted; read with tombstoned items included instead');
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.tombstones
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
@@ -90,7 +116,8 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.tombstones
 
 -- supersessions
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.supersessions
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
+    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_unless_erasing(
+        'supersessions',
         'supersessions are append-only: revise the current version to write a newer one');
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.supersessions
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
@@ -101,7 +128,8 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.supersessions
 
 -- operations (the audit log)
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.operations
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
+    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_unless_erasing(
+        'operations',
         'operations are append-only: the audit log is never rewritten; record a new operation');
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.operations
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
@@ -112,7 +140,8 @@ CREATE OR REPLACE TRIGGER no_truncate BEFORE TRUNCATE ON memstore.operations
 
 -- activations (the access log)
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.activations
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
+    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_unless_erasing(
+        'activations',
         'activations are append-only: the access log is never rewritten; learned numbers live in node_state');
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.activations
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(

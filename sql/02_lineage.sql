@@ -81,10 +81,27 @@ CREATE OR REPLACE TRIGGER check_tombstone BEFORE INSERT ON memstore.tombstones
     FOR EACH ROW EXECUTE FUNCTION memstore.check_tombstone();
 
 -- proposals: status moves pending -> accepted | rejected, once; nothing else
--- about a proposal changes, and a proposal is never deleted.
+-- about a proposal changes, and a proposal is never deleted. The one exception
+-- is the audited erasure (memstore.redact_lineage, running as
+-- memstore_redactor): it writes what memstore.erasure_of says, rejects a
+-- pending proposal and erases a decided one's decision.
 CREATE OR REPLACE FUNCTION memstore.guard_proposal_update() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF current_user = 'memstore_redactor' THEN
+        IF to_jsonb(NEW) - ARRAY['status', 'decided_by', 'decided_at', 'decision_reason']
+           = (to_jsonb(OLD) - ARRAY['status', 'decided_by', 'decided_at', 'decision_reason'])
+             || memstore.erasure_of('proposals', to_jsonb(OLD))
+           AND ((OLD.status = 'pending' AND NEW.status = 'rejected')
+                OR (OLD.status <> 'pending' AND NEW.status = OLD.status
+                    AND NEW.decided_at = OLD.decided_at AND NEW.decision_reason IS NULL
+                    AND NEW.decided_by IS NOT DISTINCT FROM
+                        memstore.erased_text(OLD.namespace_id, OLD.decided_by)))
+        THEN
+            NEW.decided_at := coalesce(NEW.decided_at, now());
+            RETURN NEW;
+        END IF;
+    END IF;
     IF OLD.status <> 'pending' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'MS004',

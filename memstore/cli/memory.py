@@ -216,6 +216,35 @@ def forget(
         out.print(f"{target} {target_id} forgotten (tombstone {tombstone})")
 
 
+def redact(
+    ctx: typer.Context,
+    node_id: Annotated[int, typer.Argument(help="Any version's id.")],
+    reason: Annotated[str, typer.Option(help="Why (required; recorded, so no personal data).")],
+    actor: Annotated[
+        str | None, typer.Option(help="Who erases (recorded); default: the configured actor.")
+    ] = None,
+    versions: Annotated[
+        str,
+        typer.Option(help="'all': every version of the memory (the default); 'one': this one."),
+    ] = "all",
+    namespace: NamespaceOption = "default",
+    as_json: JsonOption = False,
+) -> None:
+    """Erase a memory for good: its text everywhere in the store (docs/security.md, "Erasure")."""
+    with open_store(ctx) as store:
+        node = store.namespace(namespace).redact(
+            node_id,
+            reason=reason,
+            actor=actor,
+            versions=versions,  # type: ignore[arg-type]  # the API validates it
+        )
+    if as_json:
+        print_json(node)
+    else:
+        which = "this version" if versions == "one" else "every version of its lineage"
+        out.print(f"node {node.id} redacted ({which})")
+
+
 def lineage(
     ctx: typer.Context,
     node_id: Annotated[int, typer.Argument(help="Any version's id.")],
@@ -285,7 +314,7 @@ def utc(moment: datetime | None) -> datetime | None:
 
 def register(app: typer.Typer) -> None:
     """Add the memory commands to the ``memstore`` app."""
-    for command in (remember, link, recall, get, revise, forget, lineage):
+    for command in (remember, link, recall, get, revise, forget, redact, lineage):
         app.command()(command)
     app.command("import")(import_)
     app.add_typer(embed_app, name="embed")

@@ -6,7 +6,8 @@
   UPDATE only where the law allows one (learned state, proposal decisions),
   DELETE only on the embeddings cache; never TRUNCATE, never DDL, never
   BYPASSRLS. It finds namespaces through ``memstore.open_namespace`` and
-  erases through ``memstore.redact_node``.
+  erases through ``memstore.redact_lineage`` (``memstore.redact_node`` for code of
+  revision 0016). It cannot read ``erasure_keys``.
 - ``memstore_reader`` reads the operator views (docs/operators.md). The views
   are ``security_invoker`` so that row-level security confines the reader,
   which is why PostgreSQL also needs SELECT on the tables they read: the
@@ -34,6 +35,8 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     # memstore.redact_node: both SECURITY DEFINER, so no direct INSERT.
     "namespaces": ("SELECT",),
     "redactions": ("SELECT",),
+    # The erasure keys are secret: only memstore_redactor (sql/03) and the owner.
+    "erasure_keys": (),
     "proposals": ("SELECT", "INSERT", "UPDATE"),
     "embeddings": ("SELECT", "INSERT", "UPDATE", "DELETE"),
 }
@@ -67,6 +70,7 @@ READER_TABLES = (
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",
     "memstore.redact_node(bigint, bigint, text, text)",
+    "memstore.redact_lineage(bigint, bigint, text, text, boolean)",
     "memstore.term_documents(bigint, text)",
     "memstore.lexical_matches(bigint, tsquery)",
 )
@@ -125,8 +129,9 @@ def roles_sql() -> str:
         "-- memstore_app: no DELETE or TRUNCATE on truth tables, no DDL.",
     ]
     for table in sorted(t.name for t in metadata.sorted_tables):
-        privileges = ", ".join(APP_PRIVILEGES[table])
-        parts.append(f"GRANT {privileges} ON memstore.{table} TO memstore_app;")
+        if APP_PRIVILEGES[table]:
+            privileges = ", ".join(APP_PRIVILEGES[table])
+            parts.append(f"GRANT {privileges} ON memstore.{table} TO memstore_app;")
     parts.append("GRANT SELECT ON memstore.alembic_version TO memstore_app;")
     for function in APP_FUNCTIONS:
         parts.append(f"GRANT EXECUTE ON FUNCTION {function} TO memstore_app;")

@@ -453,7 +453,10 @@ redactions = Table(
     Column("node_id", BigInteger, nullable=False),
     Column("reason", Text, nullable=False),
     Column("actor", Text, nullable=False),
-    # Proves what was erased without keeping it.
+    # HMAC-SHA256 of the erased content under the namespace's erasure key
+    # (erasure_keys): proves what was erased to whoever holds the key, without
+    # keeping it; a plain hash would let anyone confirm a guess. Rows written
+    # before revision 0017 held a plain sha256; that migration cleared them.
     Column("content_hash", LargeBinary, nullable=True),
     _recorded_at("redacted_at"),
     PrimaryKeyConstraint("namespace_id", "id", name="pk_redactions"),
@@ -462,7 +465,26 @@ redactions = Table(
 )
 Index("uq_redactions_node", redactions.c.namespace_id, redactions.c.node_id, unique=True)
 
-# Tables whose rows, once written, never change and never go.
+# The per-namespace secret of erasure's keyed hashes (sql/03_redaction.sql): an
+# HMAC-SHA256 key of 64 random bytes, stored as its inner and outer pads. Drawn
+# by memstore.redact_lineage on the namespace's first erasure; readable only by
+# memstore_redactor and the owner; never changed.
+erasure_keys = Table(
+    "erasure_keys",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("inner_pad", LargeBinary, nullable=False),
+    Column("outer_pad", LargeBinary, nullable=False),
+    _recorded_at("created_at"),
+    PrimaryKeyConstraint("namespace_id", name="pk_erasure_keys"),
+    _namespace_fk("erasure_keys"),
+    CheckConstraint(
+        "octet_length(inner_pad) = 64 AND octet_length(outer_pad) = 64", name="pads_64_bytes"
+    ),
+)
+
+# Tables whose rows, once written, never go and never change (except by the
+# audited erasure, memstore.redact_lineage, which blanks the caller's words).
 APPEND_ONLY_TABLES = (
     "namespaces",
     "nodes",
@@ -473,5 +495,7 @@ APPEND_ONLY_TABLES = (
     "activations",
     "redactions",
 )
+# Readable only by memstore_redactor and the owner (sql/03_redaction.sql).
+SECRET_TABLES = ("erasure_keys",)
 # Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
 MUTABLE_STATE_TABLES = ("node_state", "edge_state")

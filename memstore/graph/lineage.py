@@ -47,13 +47,33 @@ def tombstone(
     return int(conn.execute(statement).scalar_one())
 
 
-def redact(conn: Connection, namespace_id: int, node_id: int, *, reason: str, actor: str) -> int:
-    """Call ``memstore.redact_node``; returns the redactions row id."""
-    return int(
-        conn.execute(
-            sa.select(sa.func.memstore.redact_node(namespace_id, node_id, reason, actor))
-        ).scalar_one()
-    )
+REDACT = sa.text(
+    "SELECT r.node_id, r.redaction_id"
+    " FROM memstore.redact_lineage(:ns, :node, :reason, :actor, :all_versions) AS r"
+)
+
+
+def redact(
+    conn: Connection,
+    namespace_id: int,
+    node_id: int,
+    *,
+    reason: str,
+    actor: str,
+    all_versions: bool = True,
+) -> dict[int, int]:
+    """Call ``memstore.redact_lineage``: each version it erased → its redactions row id.
+
+    ``all_versions``: every version of the node's lineage, else that one alone.
+    """
+    params = {
+        "ns": namespace_id,
+        "node": node_id,
+        "reason": reason,
+        "actor": actor,
+        "all_versions": all_versions,
+    }
+    return {int(row[0]): int(row[1]) for row in conn.execute(REDACT, params)}
 
 
 LINEAGE = sa.text(

@@ -161,6 +161,25 @@ def test_memory_commands_round_trip(database_url, tmp_path):
     assert refused.returncode == 1
     assert f"current version is node {new['id']}" in refused.stderr
 
+    # Erasure takes every version by default; a bad --versions is one line, exit 1.
+    bad = run(
+        "redact",
+        str(node["id"]),
+        "--reason",
+        "r",
+        "--versions",
+        "some",
+        "--namespace",
+        "cli-test",
+        url=database_url,
+    )
+    assert bad.returncode == 1 and "versions must be 'all'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    erased = cli("redact", str(node["id"]), "--reason", "GDPR art. 17", "--actor", "dpo", "--json")
+    assert json.loads(erased.stdout)["status"] == "redacted"
+    for version in (node["id"], new["id"]):
+        assert json.loads(cli("get", str(version), "--json").stdout)["content"] == ""
+
 
 def test_activate_follows_edges_and_its_json_is_the_bounded_projection(database_url):
     def cli(*args: str) -> subprocess.CompletedProcess[str]:

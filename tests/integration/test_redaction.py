@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 
 import psycopg
@@ -54,8 +55,16 @@ def test_redaction_blanks_content_and_keeps_identity_edges_and_lineage(conn, see
         " FROM memstore.redactions WHERE namespace_id = %s AND node_id = %s",
         (ns, seed.home),
     ).fetchone()
-    erased = hashlib.sha256(b"Alice lives in Lisbon").digest()
-    assert record == (redaction_id, seed.home, "GDPR art. 17", "dpo@acme", erased, True)
+    # A keyed hash (HMAC-SHA256 under the namespace's erasure key), never the
+    # plain sha256 of the content, which would let anyone confirm a guess.
+    assert record[4] != hashlib.sha256(b"Alice lives in Lisbon").digest()
+    assert record == (redaction_id, seed.home, "GDPR art. 17", "dpo@acme", record[4], True)
+    inner, outer = conn.execute(
+        "SELECT inner_pad, outer_pad FROM memstore.erasure_keys WHERE namespace_id = %s", (ns,)
+    ).fetchone()
+    key = bytes(b ^ 0x36 for b in inner)
+    assert bytes(b ^ 0x5C for b in key) == outer  # the pads of one 64-byte key
+    assert record[4] == hmac.new(key, b"Alice lives in Lisbon", hashlib.sha256).digest()
 
     embeddings = conn.execute(
         "SELECT count(*) FROM memstore.embeddings WHERE namespace_id = %s AND node_id = %s",

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from memstore import MemoryStore
 from memstore.db.roles import APP_PRIVILEGES, READER_TABLES, VIEWS
-from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
+from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, SECRET_TABLES, metadata
 from memstore.db.transaction import confined, scope_statement
 from memstore.embedding import HashingEmbedder
 from memstore.errors import DatabaseError, InvalidInputError, RedactionError
@@ -102,6 +102,8 @@ def _snapshot_in(conn: Connection, namespace_id: int) -> dict[str, list[tuple[ob
     """What ``conn`` itself can see of one namespace."""
     out = {}
     for table in metadata.sorted_tables:
+        if table.name in SECRET_TABLES:
+            continue  # not readable by the app at all (test_the_erasure_keys_are_secret)
         column = "id" if table.name == "namespaces" else "namespace_id"
         query = sql.SQL("SELECT t::text FROM memstore.{} t WHERE {} = %s").format(
             sql.Identifier(table.name), sql.Identifier(column)
@@ -111,6 +113,8 @@ def _snapshot_in(conn: Connection, namespace_id: int) -> dict[str, list[tuple[ob
 
 
 TABLES = [t.name for t in metadata.sorted_tables]
+# What the app may read (the erasure keys are for memstore_redactor only).
+READABLE = [t for t in TABLES if t not in SECRET_TABLES]
 
 
 def test_every_table_has_row_security_and_a_policy(database_url):
@@ -127,7 +131,7 @@ def test_every_table_has_row_security_and_a_policy(database_url):
     assert {name for name, (enabled, count) in found.items() if not enabled or count < 1} == set()
 
 
-@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("table", READABLE)
 def test_with_a_declared_it_reads_none_of_b(app, two, table):
     a, b = two
     column = "id" if table == "namespaces" else "namespace_id"
@@ -149,7 +153,7 @@ def test_with_a_declared_it_reads_none_of_b(app, two, table):
 
 
 def test_nothing_is_visible_until_a_namespace_is_declared(app, two):
-    for table in TABLES:
+    for table in READABLE:
         query = sql.SQL("SELECT count(*) FROM memstore.{}").format(sql.Identifier(table))
         assert app.execute(query).fetchone() == (0,), table
     app.rollback()
@@ -250,6 +254,23 @@ def test_privileges_are_exactly_the_documented_ones(roles_applied):
             ("memstore_app", False, False, False, False),
             ("memstore_reader", False, False, False, False),
         ]
+
+
+def test_the_erasure_keys_are_secret(app_url, reader_url, two):
+    """Neither confined role reads a namespace's erasure key or computes with it: a
+    keyed hash of an erased value must not let them confirm a guess of it."""
+    a, _ = two
+    for url in (app_url, reader_url):
+        for statement in (
+            "SELECT count(*) FROM memstore.erasure_keys",
+            "SELECT memstore.erasure_digest(%(ns)s, '\\x00')",
+            "SELECT memstore.erased_text(%(ns)s, 'a guess')",
+            "SELECT memstore.erasure_of('nodes', '{}')",
+        ):
+            with psycopg.connect(url) as role, role.transaction():
+                role.execute(scope_statement(a.namespace_id, 3))
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    role.execute(statement, {"ns": a.namespace_id})
 
 
 def test_redaction_through_the_app_reaches_only_the_declared_namespace(app, database_url, two):

@@ -256,7 +256,8 @@ def forget(data: st.DataObject, t: Targets) -> Call:
 @entry_point
 def redact(data: st.DataObject, t: Targets) -> Call:
     node_id, reason, actor = data.draw(ids(t)), data.draw(maybe(texts)), data.draw(short)
-    return lambda: t["ns"].redact(node_id, reason=reason, actor=actor)
+    versions = data.draw(maybe(st.sampled_from(["all", "one"])))
+    return lambda: t["ns"].redact(node_id, reason=reason, actor=actor, versions=versions)
 
 
 @entry_point
