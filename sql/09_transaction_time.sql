@@ -33,15 +33,22 @@
 -- assigning unconditionally), a fifth of what the namespace foreign key's
 -- check costs and about 5% of the insert.
 --
+-- The stamp functions name pg_catalog's now() and <> explicitly, and the
+-- proposal function pins its search_path: they run with the caller's rights,
+-- so an unqualified name would be looked up on a search_path the caller sets
+-- (a caller with CREATE anywhere could otherwise shadow now()). The stamp
+-- functions do not pin it with SET, which would save and restore a setting
+-- on every row.
+--
 -- Trigger names start with "stamp_": BEFORE triggers of one table fire in name
 -- order, so on proposals the decision guard (guard_decision, sql/02) refuses a
--- forbidden change before stamp_decision looks at it.
+-- forbidden change before stamp_proposal looks at it.
 
 CREATE OR REPLACE FUNCTION memstore.stamp_recorded_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.recorded_at IS DISTINCT FROM now() THEN
-        NEW.recorded_at := now();
+    IF NEW.recorded_at IS NULL OR NEW.recorded_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+        NEW.recorded_at := pg_catalog.now();
     END IF;
     RETURN NEW;
 END;
@@ -50,8 +57,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.at IS DISTINCT FROM now() THEN
-        NEW.at := now();
+    IF NEW.at IS NULL OR NEW.at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+        NEW.at := pg_catalog.now();
     END IF;
     RETURN NEW;
 END;
@@ -60,8 +67,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_created_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.created_at IS DISTINCT FROM now() THEN
-        NEW.created_at := now();
+    IF NEW.created_at IS NULL OR NEW.created_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+        NEW.created_at := pg_catalog.now();
     END IF;
     RETURN NEW;
 END;
@@ -70,8 +77,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_updated_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.updated_at IS DISTINCT FROM now() THEN
-        NEW.updated_at := now();
+    IF NEW.updated_at IS NULL OR NEW.updated_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+        NEW.updated_at := pg_catalog.now();
     END IF;
     RETURN NEW;
 END;
@@ -80,8 +87,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_redacted_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.redacted_at IS DISTINCT FROM now() THEN
-        NEW.redacted_at := now();
+    IF NEW.redacted_at IS NULL OR NEW.redacted_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+        NEW.redacted_at := pg_catalog.now();
     END IF;
     RETURN NEW;
 END;
@@ -114,7 +121,9 @@ CREATE OR REPLACE TRIGGER stamp_time BEFORE INSERT OR UPDATE ON memstore.embeddi
 -- A decision (pending -> accepted | rejected, once: guard_decision in sql/02)
 -- names its reviewer and is dated now().
 CREATE OR REPLACE FUNCTION memstore.stamp_proposal() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF NEW.status IS DISTINCT FROM 'pending' OR NEW.decided_by IS NOT NULL

@@ -166,6 +166,32 @@ def test_as_of_does_not_see_a_memory_back_dated_by_the_service(app, app_url, see
         ]
 
 
+def test_a_now_on_the_callers_search_path_does_not_stamp(app, database_url, seeded):
+    # The stamp functions run with the caller's rights: a caller that may
+    # create a function somewhere must not shadow now() for them.
+    schema = f"shadow_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        admin.execute(
+            sql.SQL(
+                "CREATE FUNCTION {}.now() RETURNS timestamptz LANGUAGE sql"
+                " AS $$ SELECT timestamptz '2001-01-01' $$"
+            ).format(sql.Identifier(schema))
+        )
+        admin.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO memstore_app").format(sql.Identifier(schema))
+        )
+    app.execute(sql.SQL("SET search_path = {}, pg_catalog").format(sql.Identifier(schema)))
+    assert app.execute("SELECT now()").fetchone() == (datetime(2001, 1, 1, tzinfo=UTC),)
+    stored, _ = _stamped(
+        app, seeded.namespace_id, APP_WRITES["nodes"], home=seeded.home, tea=seeded.tea
+    )
+    real = app.execute("SELECT pg_catalog.now()").fetchone()
+    app.rollback()
+    assert real is not None and isinstance(stored, datetime)
+    assert stored.year > 2001 and stored <= real[0]
+
+
 # --- proposals ------------------------------------------------------------------------------
 
 
