@@ -104,19 +104,36 @@ def db_roles(
 ) -> None:
     """Print (or --apply) the SQL for memstore_owner, memstore_app and memstore_reader.
 
-    Run after `memstore db upgrade`, and again after each upgrade. Applying
-    needs a superuser or a role with CREATEROLE (docs/security.md).
+    Part 1 (the roles, the vector extension, the owner's right to migrate)
+    comes before the first `memstore db upgrade`; part 2 (the service's and
+    the reader's privileges on the tables) after every upgrade. --apply runs
+    part 1, and part 2 when the schema is at the package's revision, so the
+    deploy is: roles --apply, upgrade (as memstore_owner), roles --apply.
+    Applying needs a superuser or a role with CREATEROLE (docs/security.md).
     """
-    statement = roles.roles_sql()
     if not apply:
-        sys.stdout.write(statement)
+        sys.stdout.write(roles.roles_sql())
         return
-    with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
-        migrate.require_current(conn)
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        raw.execute(statement.encode())
-    out.print(f"roles {', '.join(roles.ROLES)} created or updated")
+    with _engine(settings_of(ctx)) as engine:
+        with transaction(engine) as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.execute(roles.admin_sql().encode())
+        out.print(f"roles {', '.join(roles.ROLES)} created or updated")
+        with transaction(engine) as conn:
+            revision = migrate.current_revision(conn)
+            if revision != migrate.head_revision():
+                out.print(
+                    f"schema at revision {revision or 'none'}, not "
+                    f"{migrate.head_revision()}: no table privileges granted yet; run "
+                    "`memstore db upgrade` as memstore_owner, then `memstore db roles --apply`"
+                    " again"
+                )
+                return
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.execute(roles.grants_sql().encode())
+    out.print("privileges of memstore_app and memstore_reader granted")
 
 
 @db_app.command("sql")

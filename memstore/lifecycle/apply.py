@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from memstore.db.schema import operations, proposals
+from memstore.db.schema import proposals
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.rows import fetch_nodes
 from memstore.law.law import judge
@@ -62,6 +62,7 @@ from memstore.law.receipt import OpResult, Receipt
 from memstore.models import MemoryInput, Node
 
 from ..tiers.common import current_entries, lock_key, remember_fresh
+from .audit import write_operations
 from .facts import load_facts, lock_proposals
 
 if TYPE_CHECKING:
@@ -174,7 +175,6 @@ def record(tx: NamespaceTransaction, receipt: Receipt, parsed: Sequence[Any]) ->
     """Store one ``memstore.operations`` row per operation; returns the receipt with their ids."""
     rows = [
         {
-            "namespace_id": tx.id,
             "batch_id": receipt.batch_id,
             "op": result.op or "?",
             "phase": receipt.phase,
@@ -186,9 +186,7 @@ def record(tx: NamespaceTransaction, receipt: Receipt, parsed: Sequence[Any]) ->
         }
         for op, result in zip(parsed, receipt.results, strict=True)
     ]
-    ids = tx.conn.execute(
-        sa.insert(operations).returning(operations.c.id, sort_by_parameter_order=True), rows
-    ).scalars()
+    ids = write_operations(tx.conn, tx.id, rows)
     results = [
         r.model_copy(update={"operation_id": i}) for r, i in zip(receipt.results, ids, strict=True)
     ]

@@ -15,7 +15,7 @@ import numpy as np
 import sqlalchemy as sa
 from pydantic import ValidationError
 
-from memstore.db.schema import embeddings, nodes, operations
+from memstore.db.schema import embeddings, nodes
 from memstore.errors import InvalidInputError, SleepResidueError
 from memstore.inputs import checked_reason, checked_text
 from memstore.law.consolidate import (
@@ -33,6 +33,7 @@ from memstore.models import MemoryInput, Node
 
 from ..tiers.common import current_entries, lock_key, now, remember_fresh
 from .apply import Rejected, apply_in, digest
+from .audit import write_operations
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
@@ -276,18 +277,16 @@ def cultivate(
             "retire": retire,
             "changes": digest(changes) if changes else None,
         }
-        tx.conn.execute(
-            sa.insert(operations).values(
-                namespace_id=tx.id,
-                op="cultivate",
-                phase="cultivate",
-                actor=who,
-                outcome="accepted",
-                reason=reason,
-                payload=payload,
-                receipt={"nodes": [result.id], "applied": True},
-            )
-        )
+        row = {
+            "op": "cultivate",
+            "phase": "cultivate",
+            "actor": who,
+            "outcome": "accepted",
+            "reason": reason,
+            "payload": payload,
+            "receipt": {"nodes": [result.id], "applied": True},
+        }
+        write_operations(tx.conn, tx.id, [row])
         return result
 
 

@@ -386,7 +386,12 @@ $$;
 -- after the owner changes, a non-superuser migrating role could not grant.
 REVOKE ALL ON FUNCTION memstore.redact_node(bigint, bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO CURRENT_USER;
+-- PostgreSQL lets a function change owner only to a role with CREATE on its
+-- schema; memstore_redactor has it for this one statement (a non-superuser
+-- migrating role owns the schema, so it may grant and revoke it).
+GRANT CREATE ON SCHEMA memstore TO memstore_redactor;
 ALTER FUNCTION memstore.redact_node(bigint, bigint, text, text) OWNER TO memstore_redactor;
+REVOKE CREATE ON SCHEMA memstore FROM memstore_redactor;
 """
 
 

@@ -130,4 +130,8 @@ def test_a_proposal_may_not_go_back_to_pending_or_change_its_operation(conn, see
     with pytest.raises(psycopg.Error) as exc:
         _decide(conn, seed, "rejected", rationale="quietly rewritten")
     assert exc.value.sqlstate == SQLSTATE_PROPOSAL
-    assert _decide(conn, seed, "rejected", decision_reason="not durable").rowcount == 1
+    with pytest.raises(psycopg.Error, match="names its reviewer") as exc:
+        _decide(conn, seed, "rejected", decision_reason="not durable")
+    assert exc.value.sqlstate == SQLSTATE_PROPOSAL
+    decided = _decide(conn, seed, "rejected", decided_by="reviewer", decision_reason="not durable")
+    assert decided.rowcount == 1

@@ -190,8 +190,6 @@ def test_with_a_declared_it_changes_none_of_b(app, app_url, database_url, two, s
     [
         "INSERT INTO memstore.nodes (namespace_id, kind, content) VALUES (%(b)s, 'semantic', 'x')",
         "INSERT INTO memstore.edges (namespace_id, src, dst) VALUES (%(b)s, %(b1)s, %(b2)s)",
-        "INSERT INTO memstore.operations (namespace_id, op, outcome)"
-        " VALUES (%(b)s, 'x', 'accepted')",
         "INSERT INTO memstore.embeddings (namespace_id, node_id, model, dims, embedding,"
         " source_hash) VALUES (%(b)s, %(b1)s, 'm', 3, '[1,2,3]', '\\x00')",
         "UPDATE memstore.node_state SET namespace_id = %(b)s WHERE namespace_id = %(a)s",

@@ -40,13 +40,18 @@ def world(store, database_url):
             "DELETE FROM memstore.embeddings WHERE namespace_id = %s AND node_id = %s",
             (ns.id, lost.id),
         )
+        # Proposals enter pending at the server's time (sql/09): one statement
+        # each, oldest first, then the first is decided.
+        for proposed in ("distill", "retire", "revise"):
+            admin.execute(
+                "INSERT INTO memstore.proposals (namespace_id, operation)"
+                " VALUES (%s, jsonb_build_object('op', %s::text))",
+                (ns.id, proposed),
+            )
         admin.execute(
-            "INSERT INTO memstore.proposals (namespace_id, operation, status, decided_by,"
-            " decided_at, proposed_at) VALUES"
-            " (%(ns)s, '{\"op\": \"distill\"}', 'accepted', 'me', now(), now() - interval '3 h'),"
-            " (%(ns)s, '{\"op\": \"revise\"}', 'pending', NULL, NULL, now() - interval '1 h'),"
-            " (%(ns)s, '{\"op\": \"retire\"}', 'pending', NULL, NULL, now() - interval '2 h')",
-            {"ns": ns.id},
+            "UPDATE memstore.proposals SET status = 'accepted', decided_by = 'me'"
+            " WHERE namespace_id = %s AND operation ->> 'op' = 'distill'",
+            (ns.id,),
         )
         admin.execute(
             "INSERT INTO memstore.operations (namespace_id, batch_id, op, outcome, actor) VALUES"
