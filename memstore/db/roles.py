@@ -66,6 +66,7 @@ READER_TABLES = (
 )
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",
+    "memstore.find_namespace(text)",
     "memstore.redact_node(bigint, bigint, text, text)",
     "memstore.term_documents(bigint, text)",
     "memstore.lexical_matches(bigint, tsquery)",

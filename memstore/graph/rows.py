@@ -19,6 +19,22 @@ NODE_FIELDS = (
 )  # fmt: skip
 
 
+# The ceiling a namespace transaction declared (memstore.db.transaction), read
+# by the very expression row-level security uses (sql/07_row_security.sql): the
+# service's own filter and the policy cannot disagree, and a statement run
+# where no ceiling was declared returns no node at all.
+CEILING_SQL = "nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint"
+
+
+def within_ceiling(node: sa.FromClause) -> sa.ColumnElement[bool]:
+    """Whether ``node``'s privacy is at most the transaction's declared ceiling.
+
+    The owner and superusers bypass row-level security, so every read of
+    nodes filters with this as well (docs/security.md).
+    """
+    return node.c.privacy <= sa.literal_column(CEILING_SQL)
+
+
 def superseded_by(node: sa.FromClause, namespace_id: int) -> sa.ScalarSelect[Any]:
     """The id of the version that replaced ``node``, or NULL."""
     return (
@@ -78,7 +94,8 @@ def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
 def fetch_nodes(
     conn: Connection, namespace_id: int, namespace: str, ids: Iterable[int]
 ) -> dict[int, Node]:
-    """Nodes by id (missing ids are simply absent from the result)."""
+    """Nodes by id (missing ids, and nodes above the transaction's privacy ceiling, are
+    simply absent from the result)."""
     wanted = sorted(set(ids))
     if not wanted:
         return {}
@@ -86,6 +103,7 @@ def fetch_nodes(
         sa.select(*node_columns(nodes, namespace_id))
         .where(nodes.c.namespace_id == namespace_id)
         .where(any_of(nodes.c.id, wanted))
+        .where(within_ceiling(nodes))
     )
     return {row["id"]: to_node(row, namespace) for row in conn.execute(query).mappings()}
 

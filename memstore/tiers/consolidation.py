@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.db.schema import nodes
+from memstore.graph.rows import within_ceiling
 from memstore.inputs import validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import CONSOLIDATION, current_entries, is_current, now
@@ -64,21 +65,24 @@ class Consolidation:
                 )
             )
 
-    def history(self, limit: int | None = None) -> list[Node]:
-        """Consolidation events, newest first."""
-        with self.ns.transaction() as tx:
+    def history(
+        self, limit: int | None = None, *, privacy_ceiling: int | None = None
+    ) -> list[Node]:
+        """Consolidation events up to ``privacy_ceiling`` (default: the store's), newest first."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return current_entries(tx.conn, self.ns, CONSOLIDATION, limit=limit)
 
-    def total(self) -> int:
-        """Messages consolidated over all recorded events."""
+    def total(self, *, privacy_ceiling: int | None = None) -> int:
+        """Messages consolidated over all recorded events (up to ``privacy_ceiling``)."""
         messages = sa.cast(nodes.c.data["messages_consolidated"].astext, sa.BigInteger)
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             total = tx.conn.execute(
                 sa.select(sa.func.coalesce(sa.func.sum(messages), 0)).where(
                     nodes.c.namespace_id == self.ns.id,
                     nodes.c.tier == CONSOLIDATION,
                     nodes.c.node_type == EVENT,
                     is_current(self.ns.id),
+                    within_ceiling(nodes),
                 )
             ).scalar_one()
         return int(total)
