@@ -879,7 +879,9 @@ class Namespace:
             newer = set(current.values()) - set(found)
             found |= fetch_nodes(conn, self.id, self.name, newer)  # usually nothing to fetch
         for node_id in ids:
-            if node_id not in found:
+            # A seed whose current version is above the ceiling stands for nothing
+            # the caller may see: answered like a missing id.
+            if node_id not in found or current[node_id] not in found:
                 tx.raise_missing(node_id)
             if as_of is None and found[current[node_id]].status is not NodeStatus.CURRENT:
                 tx.current(current[node_id])  # raises: the memory was forgotten or redacted

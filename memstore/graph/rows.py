@@ -36,12 +36,28 @@ def within_ceiling(node: sa.FromClause) -> sa.ColumnElement[bool]:
 
 
 def superseded_by(node: sa.FromClause, namespace_id: int) -> sa.ScalarSelect[Any]:
-    """The id of the version that replaced ``node``, or NULL."""
+    """The id of the version that replaced ``node``, or NULL — also when that version is
+    above the transaction's privacy ceiling: its id must not tell that it exists."""
+    newer = nodes.alias("newer")
     return (
         sa.select(supersessions.c.new_id)
         .where(supersessions.c.namespace_id == namespace_id)
         .where(supersessions.c.old_id == node.c.id)
+        .where(
+            sa.exists().where(
+                newer.c.namespace_id == namespace_id,
+                newer.c.id == supersessions.c.new_id,
+                within_ceiling(newer),
+            )
+        )
         .scalar_subquery()
+    )
+
+
+def is_superseded(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    """Whether ``node`` was replaced by a newer version (visible or not)."""
+    return sa.exists().where(
+        supersessions.c.namespace_id == namespace_id, supersessions.c.old_id == node.c.id
     )
 
 
@@ -64,18 +80,20 @@ def node_columns(node: sa.FromClause, namespace_id: int) -> list[sa.ColumnElemen
     return [
         *(node.c[name] for name in NODE_FIELDS),
         superseded_by(node, namespace_id).label("superseded_by"),
+        is_superseded(node, namespace_id).label("superseded"),
         is_tombstoned(node, namespace_id).label("tombstoned"),
         is_redacted(node, namespace_id).label("redacted"),
     ]
 
 
-def status_of(superseded: int | None, tombstoned: bool, redacted: bool) -> NodeStatus:
-    """Redacted outranks tombstoned, which outranks superseded."""
+def status_of(superseded: int | bool | None, tombstoned: bool, redacted: bool) -> NodeStatus:
+    """Redacted outranks tombstoned, which outranks superseded (the newer version's id, or
+    True when it is not shown)."""
     if redacted:
         return NodeStatus.REDACTED
     if tombstoned:
         return NodeStatus.TOMBSTONED
-    if superseded is not None:
+    if superseded is not None and superseded is not False:
         return NodeStatus.SUPERSEDED
     return NodeStatus.CURRENT
 
@@ -86,7 +104,13 @@ def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
     return Node(
         **values,
         namespace=namespace,
-        status=status_of(row["superseded_by"], row["tombstoned"], row["redacted"]),
+        # "superseded" where the row has it: superseded_by is NULL when the newer
+        # version is above the privacy ceiling, and the node is superseded all the same.
+        status=status_of(
+            row["superseded"] if "superseded" in row else row["superseded_by"],
+            row["tombstoned"],
+            row["redacted"],
+        ),
         superseded_by=row["superseded_by"],
     )
 

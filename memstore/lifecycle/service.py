@@ -71,8 +71,10 @@ def apply(
     batch = _checked_batch(ops)
     phase = _checked_phase(phase)
     who = checked_actor(actor, ns.settings.actor)
+    # An empty batch writes nothing, so it must not create the namespace either.
+    opened = ns.transaction() if batch else ns.reading()
     try:
-        with ns.transaction() as tx:
+        with opened as tx:
             return apply_in(
                 tx, batch, phase=phase, actor=who, policy=read_policy(tx), atomic=atomic
             )
