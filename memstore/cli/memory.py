@@ -11,7 +11,14 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from memstore.cli.common import JsonOption, NamespaceOption, open_store, out, print_json
+from memstore.cli.common import (
+    CeilingOption,
+    JsonOption,
+    NamespaceOption,
+    open_store,
+    out,
+    print_json,
+)
 from memstore.errors import InvalidInputError
 from memstore.models import Hit, Kind, Node, RecallMode, TargetKind
 
@@ -153,6 +160,7 @@ def recall(
     kind: Annotated[list[str] | None, typer.Option(help="Only these kinds (repeat).")] = None,
     as_of: Annotated[datetime | None, typer.Option(help="What the store knew then (UTC).")] = None,
     include_superseded: Annotated[bool, typer.Option(help="Old versions too.")] = False,
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recall the memories most relevant to a query, with score parts and provenance."""
@@ -164,6 +172,7 @@ def recall(
             kinds=_kinds(kind),
             as_of=utc(as_of),
             include_superseded=include_superseded,
+            privacy_ceiling=privacy_ceiling,
         )
     print_json(hits) if as_json else _print_hits(hits)
 
@@ -172,11 +181,12 @@ def get(
     ctx: typer.Context,
     node_id: Annotated[int, typer.Argument(help="Node id.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one node with its status (current, superseded, tombstoned, redacted)."""
     with open_store(ctx) as store:
-        node = store.namespace(namespace).get(node_id)
+        node = store.namespace(namespace).get(node_id, privacy_ceiling=privacy_ceiling)
     print_json(node) if as_json else _print_nodes([node])
 
 
@@ -216,11 +226,12 @@ def lineage(
     ctx: typer.Context,
     node_id: Annotated[int, typer.Argument(help="Any version's id.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every version of a memory, oldest first."""
     with open_store(ctx) as store:
-        versions = store.namespace(namespace).lineage(node_id)
+        versions = store.namespace(namespace).lineage(node_id, privacy_ceiling=privacy_ceiling)
     print_json(versions) if as_json else _print_nodes(versions)
 
 
@@ -228,11 +239,12 @@ def lineage(
 def embed_status(
     ctx: typer.Context,
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Fresh, missing and stale vectors of a namespace for the configured embedder."""
     with open_store(ctx) as store:
-        status = store.namespace(namespace).embedding_status()
+        status = store.namespace(namespace).embedding_status(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(status)
     else:
