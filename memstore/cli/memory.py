@@ -79,6 +79,9 @@ def remember(
     importance: Annotated[float, typer.Option(help="0..1")] = 0.5,
     source: Annotated[str | None, typer.Option(help="Where it came from.")] = None,
     actor: Annotated[str | None, typer.Option(help="Who said or wrote it.")] = None,
+    privacy: Annotated[
+        int, typer.Option(min=0, max=3, help="0 public, 1 internal, 2 private, 3 secret.")
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Remember one memory (idempotent: the same content is stored once)."""
@@ -91,6 +94,7 @@ def remember(
             importance=importance,
             source=source,
             actor=actor,
+            privacy=privacy,
         )
     print_json(node) if as_json else _print_nodes([node])
 
