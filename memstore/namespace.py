@@ -404,7 +404,9 @@ class Namespace:
 
         No row is deleted: each tombstone names ``reason``, and every memory
         stays recoverable from the audit trail. Protected nodes (identity and
-        values) are kept: only :meth:`cultivate` changes or retires them.
+        values) are kept: only :meth:`cultivate` changes or retires them. So are
+        memories above the store's privacy ceiling: a caller retires only what
+        it could read.
         """
         return summary.clear(self, reason, actor)
 

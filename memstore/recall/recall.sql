@@ -157,7 +157,7 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::t
        -- The newer version's id only if it is within the ceiling (its id must
        -- not tell that it exists); "superseded" says the status either way.
        (SELECT s.new_id FROM memstore.supersessions s
-        JOIN memstore.nodes v ON v.namespace_id = s.namespace_id AND v.id = s.new_id
+        JOIN memstore.nodes v ON v.namespace_id = %(ns)s AND v.id = s.new_id
         WHERE s.namespace_id = %(ns)s AND s.old_id = n.id
           AND (%(privacy)s::int IS NULL OR v.privacy <= %(privacy)s::int)) AS superseded_by,
        EXISTS (SELECT 1 FROM memstore.supersessions s

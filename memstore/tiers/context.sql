@@ -62,6 +62,6 @@ AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::
 -- (the packet warns of them).
 SELECT count(*) AS redacted
 FROM memstore.redactions r
-JOIN memstore.nodes n ON n.namespace_id = r.namespace_id AND n.id = r.node_id
+JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = r.node_id
 WHERE r.namespace_id = %(ns)s
   AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint

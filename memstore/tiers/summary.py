@@ -49,8 +49,9 @@ LAST_ACTIVITY = sa.text(
     """
 )
 
-# Every current node gets a tombstone; superseded versions are already hidden
-# behind their current one, redacted ones hold nothing.
+# Every current node up to the transaction's privacy ceiling gets a tombstone
+# (a caller cannot retire what it cannot see); superseded versions are already
+# hidden behind their current one, redacted ones hold nothing.
 CLEAR = sa.text(
     """
     INSERT INTO memstore.tombstones (namespace_id, target_kind, node_id, reason, actor)
@@ -58,6 +59,7 @@ CLEAR = sa.text(
     FROM memstore.nodes n
     WHERE n.namespace_id = :ns
       AND NOT n.protected
+      AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
       AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
                       WHERE t.namespace_id = :ns AND t.node_id = n.id)
       AND NOT EXISTS (SELECT 1 FROM memstore.supersessions s

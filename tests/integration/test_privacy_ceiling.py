@@ -604,3 +604,37 @@ def test_the_setting_reads_its_environment_variable(monkeypatch):
         Settings()
     monkeypatch.delenv("MEMSTORE_PRIVACY_CEILING")
     assert Settings().privacy_ceiling == 3
+
+
+def test_remembering_a_secrets_words_neither_returns_nor_reveals_it(store, role_url):
+    # Ingest is idempotent: the same content is one node. A writer under a
+    # lower ceiling must neither get the hidden node back nor learn from an
+    # error that it exists: its memory becomes a node of its own.
+    ns = store.namespace(f"dedupe-{uuid.uuid4().hex[:8]}")
+    content = f"{TOKEN} launch code for the harbour ferry is 7731"
+    secret = ns.remember(content, privacy=3)
+    low = Settings(privacy_ceiling=0)
+    with MemoryStore.open(role_url, settings=low, embedder=HashingEmbedder()) as writer:
+        mine = writer.namespace(ns.name)
+        node = mine.remember(content)
+        assert node.id != secret.id and node.privacy == 0 and node.content == content
+        assert mine.remember(content).id == node.id  # still idempotent for this writer
+        with mine.transaction() as tx:
+            assert tx.remember(content).id == node.id
+        again, other = mine.remember_many([content, f"{content} and more"])
+        assert again == node.id and other not in (secret.id, node.id)
+        assert [n.id for n in mine.lineage(node.id)] == [node.id]
+    # The secret is untouched, and the store's default reader sees both.
+    assert ns.get(secret.id).privacy == 3 and ns.get(node.id).privacy == 0
+    assert ns.remember(content, privacy=3).id == secret.id
+
+
+def test_clear_retires_only_what_the_caller_could_read(store, database_url):
+    ns = store.namespace(f"clear-{uuid.uuid4().hex[:8]}")
+    public = ns.remember("a public note")
+    secret = ns.remember("a secret note", privacy=3)
+    low = Settings(privacy_ceiling=0)
+    with MemoryStore.open(database_url, settings=low, embedder=HashingEmbedder()) as writer:
+        assert writer.namespace(ns.name).clear(reason="wipe") == 1
+    assert ns.get(public.id).status.value == "tombstoned"
+    assert ns.get(secret.id).status.value == "current"

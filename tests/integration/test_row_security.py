@@ -20,7 +20,7 @@ from memstore.db.roles import APP_PRIVILEGES, READER_TABLES, VIEWS
 from memstore.db.schema import APPEND_ONLY_TABLES, MUTABLE_STATE_TABLES, metadata
 from memstore.db.transaction import confined, scope_statement
 from memstore.embedding import HashingEmbedder
-from memstore.errors import DatabaseError, InvalidInputError, RedactionError
+from memstore.errors import InvalidInputError, RedactionError
 from memstore.graph.nodes import may_copy_directly
 from memstore.tx import NamespaceTransaction
 from tests.conftest import Seed, declare_namespace
@@ -519,13 +519,14 @@ def test_bulk_import_writes_the_same_rows_for_the_owner_and_the_app(app_store, s
     assert len(seen[0][1]) == 15  # 14 distinct (content, kind) keys, one stored before
 
 
-def test_remembering_a_memory_above_the_ceiling_raises_instead_of_waiting(app_store):
+def test_remembering_a_memory_above_the_ceiling_stores_its_own_instead_of_waiting(app_store):
     # The unique index sees the stored node; the policy hides it from this
-    # transaction: no number of attempts would find it.
+    # transaction: no number of attempts would find it. An error would tell
+    # the caller that it exists (issue 17 §1), so the memory becomes a node of
+    # its own, under a key that names the ceiling.
     ns = app_store.namespace(f"ceiling-{uuid.uuid4().hex[:8]}")
-    ns.remember("kept above the ceiling", privacy=3)
-    with (
-        pytest.raises(DatabaseError, match="cannot read it"),
-        ns.connection(privacy_ceiling=1) as conn,
-    ):
-        NamespaceTransaction(ns, conn).remember("kept above the ceiling")
+    hidden = ns.remember("kept above the ceiling", privacy=3)
+    with ns.connection(privacy_ceiling=1) as conn:
+        mine = NamespaceTransaction(ns, conn, privacy_ceiling=1).remember("kept above the ceiling")
+    assert mine.id != hidden.id and mine.privacy == 0
+    assert ns.get(hidden.id).privacy == 3
