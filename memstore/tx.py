@@ -247,6 +247,9 @@ class NamespaceTransaction:
         node = self.node(node_id, privacy_ceiling=privacy_ceiling)
         if node.status is NodeStatus.SUPERSEDED:
             latest = lineage_sql.current_version(self.conn, self.id, node_id)
+            if latest not in fetch_nodes(self.conn, self.id, self.name, [latest]):
+                # The newer version is above the ceiling: its id must not be told.
+                raise NodeSupersededError(f"node {node_id} was superseded", node_id=node_id)
             raise NodeSupersededError(
                 f"node {node_id} was superseded; its current version is node {latest}",
                 node_id=node_id,

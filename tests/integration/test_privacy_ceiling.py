@@ -37,7 +37,7 @@ from memstore import MemoryStore
 from memstore.config import Settings
 from memstore.db.transaction import confined
 from memstore.embedding import HashingEmbedder
-from memstore.errors import InvalidInputError, NodeNotFoundError
+from memstore.errors import InvalidInputError, NodeNotFoundError, NodeSupersededError
 from memstore.graph.rows import fetch_nodes
 from memstore.namespace import Namespace
 from memstore.tx import NamespaceTransaction
@@ -638,3 +638,14 @@ def test_clear_retires_only_what_the_caller_could_read(store, database_url):
         assert writer.namespace(ns.name).clear(reason="wipe") == 1
     assert ns.get(public.id).status.value == "tombstoned"
     assert ns.get(secret.id).status.value == "current"
+
+
+def test_a_stale_id_does_not_name_a_hidden_newer_version(database_url, world):
+    low = Settings(privacy_ceiling=0)
+    with MemoryStore.open(database_url, settings=low, embedder=HashingEmbedder()) as reader:
+        ns = reader.namespace(world.name)
+        with pytest.raises(NodeSupersededError) as caught:
+            ns.revise(world.public["plan"], "a new plan", reason="stale id")
+        assert caught.value.current_id is None
+        assert str(world.secret["plan_v2"]) not in str(caught.value)
+        assert ns.get(world.public["plan"]).superseded_by is None
