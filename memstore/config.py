@@ -66,6 +66,16 @@ class Settings(BaseSettings):
             " max_prepared_statements = 0)."
         ),
     )
+    privacy_ceiling: int = Field(
+        default=3,
+        ge=0,
+        le=3,
+        description=(
+            "Highest privacy level (0-3) a read returns when the call names no"
+            " privacy_ceiling of its own; 3 returns every memory. Writes run under it"
+            " too: a memory above it cannot be read, linked, revised or written."
+        ),
+    )
     actor: str = Field(
         default="memstore",
         min_length=1,

@@ -168,7 +168,12 @@ class ProcedureNotFoundError(EntryNotFoundError):
 
 
 class CrossNamespaceError(InvalidInputError):
-    """An edge would join nodes of two namespaces: links never cross namespaces."""
+    """An edge would join nodes of two namespaces: links never cross namespaces.
+
+    No longer raised by the service (kept for callers that catch it): a node of
+    another namespace is answered with :class:`NodeNotFoundError`, exactly like
+    an id never used, so an error never tells that it exists (docs/security.md).
+    """
 
 
 class NodeStateError(MemstoreError):

@@ -46,6 +46,17 @@ class StoreStatus(BaseModel):
     """Rows per table of schema ``memstore``."""
 
 
+class NamespaceInfo(BaseModel):
+    """One namespace as :meth:`memstore.MemoryStore.namespaces` lists it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    created_at: datetime
+    nodes: int
+    """Its nodes (every version and status) up to the privacy ceiling of the call."""
+
+
 # --- memories -----------------------------------------------------------------
 
 Kind = Literal["working", "episodic", "semantic", "procedural"]

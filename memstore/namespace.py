@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -24,6 +26,7 @@ from memstore.db.transaction import (
     in_one_round_trip,
     namespace_transaction,
     pipelined_namespace_transaction,
+    scope_statement,
     transaction,
 )
 from memstore.embedding import cache
@@ -49,6 +52,7 @@ from memstore.law.receipt import Receipt
 from memstore.lifecycle import Review
 from memstore.lifecycle import service as lifecycle
 from memstore.models import (
+    PRIVACY_MAX,
     Edge,
     EmbeddingStatus,
     Hit,
@@ -91,8 +95,15 @@ ANALYZE_AFTER = 1000  # rows loaded by one remember_many
 REMEMBER_NODE = NODE_QUERIES["remember_node"]
 
 
+# The id a read uses for a name nobody has written to yet: identity ids start at
+# 1, so every statement scoped to it finds nothing, and nothing is created.
+NO_NAMESPACE = 0
+
+
 def check_namespace_name(name: object) -> str:
-    """Any Unicode text except empty, NUL-containing or over 2 KiB; compared exactly."""
+    """Text of 1 to 2048 UTF-8 bytes, without leading or trailing whitespace and without
+    control or format characters (Unicode categories Cc and Cf: NUL, newlines, escape
+    sequences, zero-width and bidirectional marks); compared exactly (docs/security.md)."""
     if not isinstance(name, str):
         raise InvalidInputError("a namespace name must be text", field="name")
     if not name:
@@ -107,23 +118,65 @@ def check_namespace_name(name: object) -> str:
         raise InvalidInputError(
             f"a namespace name may be at most {NAME_MAX_BYTES} bytes", field="name"
         )
+    if name != name.strip():
+        raise InvalidInputError(
+            "a namespace name must not begin or end with whitespace", field="name"
+        )
+    for char in name:
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise InvalidInputError(
+                f"a namespace name must not contain control or format characters"
+                f" (found U+{ord(char):04X})",
+                field="name",
+            )
     return name
 
 
-def open_namespace(engine: Engine, name: str, embedder: Embedder) -> int:
-    """The namespace's id, creating it (and recording its embedder) on first use."""
+def checked_ceiling(value: object, default: int) -> int:
+    """A privacy ceiling (an int from 0 to 3), or ``default`` (the store's) for None."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= PRIVACY_MAX:
+        raise InvalidInputError(
+            f"privacy_ceiling must be an integer from 0 to {PRIVACY_MAX}",
+            field="privacy_ceiling",
+        )
+    return value
+
+
+def find_namespace(conn: Connection, name: str) -> int | None:
+    """The id of the namespace called ``name``, or None; never creates it.
+
+    memstore.find_namespace (sql/07) compares the name exactly, never with
+    LIKE, so '_' and '%' are just characters; SECURITY DEFINER, so a role
+    confined by row-level security can look up a name it knows (and only that).
+    """
+    found = conn.execute(sa.select(sa.func.memstore.find_namespace(name))).scalar_one()
+    return None if found is None else int(found)
+
+
+def open_namespace(conn: Connection, name: str, embedder: Embedder) -> int:
+    """The namespace's id, creating it (and recording its embedder) in ``conn``'s
+    transaction if it does not exist: a rollback undoes the creation too."""
     name = check_namespace_name(name)
     settings = {"embedder": embedder.name, "dims": embedder.dims}
-    with transaction(engine) as conn:
-        # memstore.open_namespace (sql/07) compares the name exactly, never with
-        # LIKE, so '_' and '%' are just characters; it is also how a role confined
-        # by row-level security learns the id of a namespace it can name.
-        found = conn.execute(
-            sa.select(
-                sa.func.memstore.open_namespace(name, sa.cast(sa.literal(settings, JSONB), JSONB))
-            )
-        ).scalar_one()
-        return int(found)
+    found = conn.execute(
+        sa.select(
+            sa.func.memstore.open_namespace(name, sa.cast(sa.literal(settings, JSONB), JSONB))
+        )
+    ).scalar_one()
+    return int(found)
+
+
+def check_privacy(item: MemoryInput, ceiling: int) -> None:
+    """Refuse a memory above the ceiling a write runs under: its writer could never read it
+    back (row-level security refuses even the RETURNING of such a row)."""
+    if item.privacy > ceiling:
+        raise InvalidInputError(
+            f"privacy {item.privacy} is above the privacy ceiling {ceiling} this write runs"
+            " under (the privacy_ceiling setting, or the transaction's)",
+            field="privacy",
+        )
 
 
 class Namespace:
@@ -137,12 +190,44 @@ class Namespace:
 
     def __init__(self, engine: Engine, name: str, *, settings: Settings, embedder: Embedder):
         self._engine = engine
-        self.name = name
+        self.name = check_namespace_name(name)
         self.embedder = embedder
         self.settings = settings
-        self.id = open_namespace(engine, name, embedder)
+        # The id once the namespace exists (None before its first write commits);
+        # the thread running that first write sees the new id in _creating.
+        self._id: int | None = None
+        self._creating = threading.local()
         self._cached_stats: tuple[NamespaceStats, float] | None = None
         self._term_counts = TermCounts()
+        self.exists()
+
+    @property
+    def id(self) -> int:
+        """The namespace's id; 0 while nobody has written to it (reads then find nothing)."""
+        if self._id is not None:
+            return self._id
+        pending: int | None = getattr(self._creating, "id", None)
+        return NO_NAMESPACE if pending is None else pending
+
+    def exists(self, *, privacy_ceiling: int | None = None) -> bool:
+        """Whether the namespace has been created (by a first successful write).
+
+        Looking never creates: a read of a namespace that does not exist answers
+        empty or not found, and a write creates it in its own transaction.
+        ``privacy_ceiling`` is accepted like every read's; a namespace has no privacy.
+        """
+        checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
+        if self._id is None:
+            with transaction(self._engine) as conn:
+                found = find_namespace(conn, self.name)
+            if found is not None:
+                self._id = found
+                self._cached_stats = None
+        return self._id is not None
+
+    def _ceiling(self, privacy_ceiling: object) -> int:
+        """The ceiling of a call: its own (checked), else the store's default."""
+        return checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
 
     # --- tiers: profiles over the one graph (docs/tiers.md) ----------------------
 
@@ -249,9 +334,12 @@ class Namespace:
             self, node_id, content, reason=reason, actor=actor, retire=retire, changes=changes
         )
 
-    def policy(self) -> Policy:
-        """The namespace's law policy (refused kinds and operations, review, limits)."""
-        with self.transaction() as tx:
+    def policy(self, *, privacy_ceiling: int | None = None) -> Policy:
+        """The namespace's law policy (refused kinds and operations, review, limits).
+
+        ``privacy_ceiling`` is accepted like every read's; a policy has no privacy.
+        """
+        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
             return lifecycle.read_policy(tx)
 
     def set_policy(
@@ -275,6 +363,7 @@ class Namespace:
         allocation: dict[str, float] | None = None,
         token_counter: TokenCounter | None = None,
         session_id: str | None = None,
+        privacy_ceiling: int | None = None,
     ) -> ContextPacket:
         """A token-budgeted context packet for ``query`` (docs/tiers.md).
 
@@ -283,7 +372,8 @@ class Namespace:
         recent turns), graph 10% (spreading activation). Budget a section
         leaves unused flows to the others; ``token_counter`` (default: four
         characters a token) counts the rendered text, which never exceeds
-        ``budget_tokens``.
+        ``budget_tokens``. No section holds a memory above ``privacy_ceiling``
+        (default: the store's ``privacy_ceiling`` setting).
         """
         values: dict[str, Any] = {} if allocation is None else {"allocation": allocation}
         request = validated(
@@ -291,51 +381,93 @@ class Namespace:
             query=query,
             budget_tokens=budget_tokens,
             session_id=session_id,
+            privacy_ceiling=self._ceiling(privacy_ceiling),
             **values,
         )
         if token_counter is not None and not callable(token_counter):
             raise InvalidInputError("token_counter must be callable", field="token_counter")
         return context.assemble(self, request, token_counter or context.chars_over_four)
 
-    def summary(self) -> NamespaceSummary:
-        """Nodes per tier and status, vector freshness and last activity."""
-        return summary.summarise(self)
+    def summary(self, *, privacy_ceiling: int | None = None) -> NamespaceSummary:
+        """Nodes per tier and status, vector freshness and last activity.
 
-    def status_summary(self) -> str:
+        Counts only memories up to ``privacy_ceiling`` (default: the store's):
+        a count must not reveal that a memory above it exists.
+        """
+        return summary.summarise(self, self._ceiling(privacy_ceiling))
+
+    def status_summary(self, *, privacy_ceiling: int | None = None) -> str:
         """:meth:`summary` as plain text (``memstore status -n NAME``; ``--json`` for the model)."""
-        return self.summary().text()
+        return self.summary(privacy_ceiling=privacy_ceiling).text()
 
     def clear(self, *, reason: str, actor: str | None = None) -> int:
         """Retire every current memory of the namespace with a tombstone; returns how many.
 
         No row is deleted: each tombstone names ``reason``, and every memory
         stays recoverable from the audit trail. Protected nodes (identity and
-        values) are kept: only :meth:`cultivate` changes or retires them.
+        values) are kept: only :meth:`cultivate` changes or retires them. So are
+        memories above the store's privacy ceiling: a caller retires only what
+        it could read.
         """
         return summary.clear(self, reason, actor)
 
     @contextmanager
-    def transaction(self) -> Iterator[NamespaceTransaction]:
+    def transaction(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
         """The namespace's verbs on one transaction: all of them are written, or none.
+
+        The transaction runs under ``privacy_ceiling`` (default: the store's):
+        nothing above it can be read, linked, revised or written in it. If the
+        namespace does not exist yet it is created in this transaction, so a
+        transaction that fails (or is rolled back) leaves no namespace behind.
 
         >>> with ns.transaction() as tx:                            # doctest: +SKIP
         ...     a = tx.remember("Team dinner on Friday")
         ...     b = tx.remember("Maya is allergic to peanuts")
         ...     tx.link(a.id, b.id, relation="constrained_by")
         """
-        with self.connection() as conn:
-            yield NamespaceTransaction(self, conn)
+        ceiling = self._ceiling(privacy_ceiling)
+        if self.exists():
+            with self.connection(privacy_ceiling=ceiling) as conn:
+                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+            return
+        with transaction(self._engine) as conn:
+            created = open_namespace(conn, self.name, self.embedder)
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            raw.execute(scope_statement(created, ceiling))
+            self._creating.id = created
+            try:
+                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+            finally:
+                self._creating.id = None
+        self._id = created  # committed: every thread may use it now
+        self._cached_stats = None
+
+    @contextmanager
+    def reading(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
+        """A transaction for reads under ``privacy_ceiling`` (default: the store's).
+
+        Unlike :meth:`transaction` it never creates the namespace: before the
+        first write, every read in it finds nothing.
+        """
+        ceiling = self._ceiling(privacy_ceiling)
+        with self.connection(privacy_ceiling=ceiling) as conn:
+            yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
 
     @contextmanager
     def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:
         """A connection in one transaction scoped to this namespace (docs/security.md).
 
         The transaction first declares the namespace and ``privacy_ceiling``
-        (default: every level) with ``SET LOCAL``, so row-level security
-        confines a non-owner role to them. Every namespace-scoped read and
-        write of the service opens its transaction here or in :meth:`transaction`.
+        (default: the store's ``privacy_ceiling`` setting) with ``SET LOCAL``,
+        so row-level security confines a non-owner role to them, and the
+        service's own filters read the same ceiling. Every namespace-scoped read
+        and write of the service opens its transaction here or in
+        :meth:`transaction`. It never creates the namespace.
         """
-        with namespace_transaction(self._engine, self.id, privacy_ceiling=privacy_ceiling) as conn:
+        ceiling = self._ceiling(privacy_ceiling)
+        self.exists()  # another process may have created it since
+        with namespace_transaction(self._engine, self.id, privacy_ceiling=ceiling) as conn:
             yield conn
 
     # --- writing ----------------------------------------------------------------
@@ -354,7 +486,13 @@ class Namespace:
         checked_data(fields.get("data"), limit=self.settings.max_data_bytes)
         item = validated(MemoryInput, content=content, **fields)
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
+        ceiling = self._ceiling(None)
+        check_privacy(item, ceiling)
         vector = self.vectors([item], [text])  # outside the transaction: keep it short
+        if not self.exists():
+            # The first write creates the namespace, in its own transaction.
+            with self.transaction() as tx:
+                return tx.remember_item(item, vector=vector)
         # One round trip: BEGIN, the namespace scope, the one statement that
         # writes node and vector (memstore/graph/remember.sql), COMMIT.
         params = remember_params(self.id, item, text, self.embedder.name, vector[0])
@@ -363,6 +501,7 @@ class Namespace:
             self.id,
             REMEMBER_NODE,
             params,
+            privacy_ceiling=ceiling,
             prepare=self.settings.prepared_statements,
         )
         if rows:
@@ -396,6 +535,9 @@ class Namespace:
                 "items must be an iterable of texts, mappings or MemoryInputs", field="items"
             )
         parsed = [self._as_input(i, item) for i, item in enumerate(items)]
+        ceiling = self._ceiling(None)
+        for item in parsed:
+            check_privacy(item, ceiling)
         limit = self.settings.max_content_bytes
         texts = [
             checked_content(p.content, limit=limit, field=f"items[{i}].content")
@@ -405,7 +547,10 @@ class Namespace:
             checked_data(p.data, limit=self.settings.max_data_bytes, field=f"items[{i}].data")
         build_index_after = False
         ids: list[int] = []
-        with self.connection() as conn:
+        if not parsed:
+            return ids  # nothing to write: no namespace to create
+        with self.transaction() as tx:
+            conn = tx.conn
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
             # The owner COPYs straight into the tables; a confined role cannot.
             direct = may_copy_directly(conn)
@@ -484,14 +629,22 @@ class Namespace:
         with self.transaction() as tx:
             return tx.redact(node_id, reason=reason, actor=actor, versions=versions)
 
-    def get(self, node_id: int) -> Node:
-        """The node with its status: current, superseded, tombstoned or redacted."""
-        with self.transaction() as tx:
+    def get(self, node_id: int, *, privacy_ceiling: int | None = None) -> Node:
+        """The node with its status: current, superseded, tombstoned or redacted.
+
+        A node above ``privacy_ceiling`` (default: the store's) raises
+        :class:`~memstore.errors.NodeNotFoundError` exactly as a missing id does.
+        """
+        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
             return tx.node(node_id)
 
-    def lineage(self, node_id: int) -> list[Node]:
-        """Every version of this memory, oldest first, ending with the current one."""
-        with self.transaction() as tx:
+    def lineage(self, node_id: int, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """Every version of this memory, oldest first, ending with the current one.
+
+        Versions above ``privacy_ceiling`` (default: the store's) are left out;
+        a ``node_id`` above it raises :class:`~memstore.errors.NodeNotFoundError`.
+        """
+        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
             return tx.lineage(node_id)
 
     def recall(
@@ -519,7 +672,9 @@ class Namespace:
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
         ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
+        Nothing above ``privacy_ceiling`` (default: the store's) is returned.
         """
+        privacy_ceiling = self._ceiling(privacy_ceiling)
         spec = validated(
             RecallQuery,
             text=query,
@@ -541,6 +696,7 @@ class Namespace:
             vector = self.embedder.embed([spec.text])[0]
             if not vector.any():
                 vector = None  # nothing to compare (e.g. only punctuation)
+        self.exists()  # another process may have created it since
         run = self.plan_recall(spec, vector)
         rows = in_one_round_trip(
             self._engine,
@@ -578,7 +734,10 @@ class Namespace:
         ``fanout`` heaviest edges, current nodes and live edges only, within
         ``privacy_ceiling`` and ``as_of``); numpy scores it. ``learn`` records
         the accesses of working memory and strengthens co-activated edges.
+        ``privacy_ceiling`` defaults to the store's.
         """
+        privacy_ceiling = self._ceiling(privacy_ceiling)
+        self.exists()  # another process may have created it since
         values: dict[str, Any] = {"params": params} if params is not None else {}
         request = validated(
             ActivateRequest,
@@ -659,18 +818,23 @@ class Namespace:
             raise InvalidInputError(
                 "unused_for must be a non-negative timedelta", field="unused_for"
             )
+        if not self.exists():
+            return 0  # nothing written yet: nothing to fade, no namespace to create
         with self.connection() as conn:
             return learning.decay_hebbian(conn, self.id, float(factor), unused_for)
 
-    def embedding_status(self) -> EmbeddingStatus:
-        """Fresh, missing and stale vectors of this namespace for the store's embedder."""
-        with self.connection() as conn:
+    def embedding_status(self, *, privacy_ceiling: int | None = None) -> EmbeddingStatus:
+        """Fresh, missing and stale vectors of this namespace for the store's embedder,
+        counting memories up to ``privacy_ceiling`` (default: the store's)."""
+        with self.connection(privacy_ceiling=privacy_ceiling) as conn:
             return cache.status(conn, self.id, self.name, self.embedder.name, self.embedder.dims)
 
     def rebuild_embeddings(
         self, *, batch_size: int = 256, progress: Callable[[int], None] | None = None
     ) -> int:
         """Compute every missing or stale vector (and the index); returns how many."""
+        if not self.exists():
+            return 0  # nothing written yet: nothing to embed, no namespace to create
         return cache.rebuild(
             self._engine, self.id, self.embedder, batch_size=batch_size, progress=progress
         )
@@ -747,7 +911,9 @@ class Namespace:
             newer = set(current.values()) - set(found)
             found |= fetch_nodes(conn, self.id, self.name, newer)  # usually nothing to fetch
         for node_id in ids:
-            if node_id not in found:
+            # A seed whose current version is above the ceiling stands for nothing
+            # the caller may see: answered like a missing id.
+            if node_id not in found or current[node_id] not in found:
                 tx.raise_missing(node_id)
             if as_of is None and found[current[node_id]].status is not NodeStatus.CURRENT:
                 tx.current(current[node_id])  # raises: the memory was forgotten or redacted

@@ -16,14 +16,14 @@ from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
-from memstore.db.schema import SECRET_TABLES, metadata
+from memstore.db.schema import SECRET_TABLES, metadata, namespaces, nodes
 from memstore.db.transaction import transaction
 from memstore.db.urls import mask
 from memstore.embedding.base import Embedder
 from memstore.embedding.select import choose_embedder
 from memstore.errors import ConfigurationError, StoreClosedError
-from memstore.models import StoreStatus
-from memstore.namespace import Namespace, check_namespace_name
+from memstore.models import NamespaceInfo, StoreStatus
+from memstore.namespace import Namespace, check_namespace_name, checked_ceiling
 
 # Namespace objects the store keeps for reuse, the most recently used: each holds its
 # namespace's cached statistics and term counts, and opening one is a round trip.
@@ -121,7 +121,15 @@ class MemoryStore:
         return self._engine
 
     def namespace(self, name: str) -> Namespace:
-        """The namespace called ``name`` (any Unicode, compared exactly), created on first use.
+        """The namespace called ``name`` (compared exactly), created by its first write.
+
+        Asking for a name creates nothing: reads of a namespace nobody has
+        written to answer empty (or not found), and its first successful write
+        creates it in that write's own transaction, so a write that fails leaves
+        no namespace behind either. Names are text of 1 to 2048 UTF-8 bytes,
+        without leading or trailing whitespace and without control or format
+        characters (:func:`~memstore.namespace.check_namespace_name`); any other
+        name raises :class:`~memstore.errors.InvalidInputError`.
 
         The store keeps the objects of its :data:`NAMESPACES_KEPT` most recently used
         namespaces, so asking again for a name (say, once per request) returns the same
@@ -154,8 +162,42 @@ class MemoryStore:
         with transaction(self.engine) as conn:
             yield conn
 
-    def status(self) -> StoreStatus:
-        """Server, schema revision and row counts of every memstore table."""
+    def namespaces(self, *, privacy_ceiling: int | None = None) -> list[NamespaceInfo]:
+        """Every namespace, by name, with its node count up to ``privacy_ceiling`` (default:
+        the store's ``privacy_ceiling`` setting).
+
+        An operator's call: a role confined by row-level security (``memstore_app``)
+        sees no namespace here, since it may not list them (docs/security.md).
+        """
+        ceiling = checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
+        counts = (
+            sa.select(nodes.c.namespace_id, sa.func.count().label("nodes"))
+            .where(nodes.c.privacy <= ceiling)
+            .group_by(nodes.c.namespace_id)
+            .subquery()
+        )
+        query = (
+            sa.select(
+                namespaces.c.name,
+                namespaces.c.created_at,
+                sa.func.coalesce(counts.c.nodes, 0).label("nodes"),
+            )
+            .select_from(namespaces.outerjoin(counts, counts.c.namespace_id == namespaces.c.id))
+            .order_by(namespaces.c.name)
+        )
+        with transaction(self.engine) as conn:
+            return [
+                NamespaceInfo(name=row.name, created_at=row.created_at, nodes=int(row.nodes))
+                for row in conn.execute(query)
+            ]
+
+    def status(self, *, privacy_ceiling: int | None = None) -> StoreStatus:
+        """Server, schema revision and row counts of every memstore table.
+
+        The ``nodes`` count leaves out nodes above ``privacy_ceiling`` (default:
+        the store's); the other tables are counted whole (the store's size).
+        """
+        ceiling = checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
         with transaction(self.engine) as conn:
             server_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
             pgvector = conn.execute(
@@ -163,7 +205,11 @@ class MemoryStore:
             ).scalar_one()
             counts = {
                 table.name: int(
-                    conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+                    conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(table)
+                        .where(table.c.privacy <= ceiling if table is nodes else sa.true())
+                    ).scalar_one()
                 )
                 for table in metadata.sorted_tables
                 if table.name not in SECRET_TABLES  # the service may not read them

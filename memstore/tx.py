@@ -12,16 +12,17 @@ it to make several writes all-or-nothing:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memstore.db.schema import nodes
+from memstore.db.transaction import CEILING_SETTING, set_local
 from memstore.embedding import cache
 from memstore.errors import (
-    CrossNamespaceError,
     EdgeNotFoundError,
     InvalidInputError,
     NodeNotFoundError,
@@ -36,7 +37,15 @@ from memstore.graph.edges import insert_edge
 from memstore.graph.nodes import remember_node, remember_params
 from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
 from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
-from memstore.models import Edge, MemoryInput, Node, NodeStatus, RedactVersions, TargetKind
+from memstore.models import (
+    PRIVACY_MAX,
+    Edge,
+    MemoryInput,
+    Node,
+    NodeStatus,
+    RedactVersions,
+    TargetKind,
+)
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
@@ -45,11 +54,17 @@ if TYPE_CHECKING:
 class NamespaceTransaction:
     """The verbs of one namespace on one connection; committed or rolled back as a whole."""
 
-    def __init__(self, namespace: Namespace, conn: Connection):
+    def __init__(
+        self, namespace: Namespace, conn: Connection, *, privacy_ceiling: int | None = None
+    ):
         self.namespace = namespace
         self.conn = conn
         self.id = namespace.id
         self.name = namespace.name
+        # The ceiling the transaction declared (None: read it back when needed).
+        # Every read of nodes in it filters by the declared ceiling
+        # (memstore.graph.rows.within_ceiling), as row-level security does.
+        self.privacy_ceiling = privacy_ceiling
         # Set only by Namespace.cultivate, the one sanctioned door into
         # protected nodes (it records its actor and reason).
         self.cultivating = False
@@ -93,6 +108,13 @@ class NamespaceTransaction:
         embedder runs only when the node is new. An existing node keeps the
         vector of its own text.
         """
+        ceiling = self._declared_ceiling()
+        if item.privacy > ceiling:
+            raise InvalidInputError(
+                f"privacy {item.privacy} is above the privacy ceiling {ceiling} this"
+                " transaction runs under",
+                field="privacy",
+            )
         embedder = self.namespace.embedder
         raw = self.conn.connection.driver_connection
         row = remember_node(raw, remember_params(self.id, item, text, embedder.name, vector))
@@ -227,26 +249,33 @@ class NamespaceTransaction:
 
     # --- reading ----------------------------------------------------------------
 
-    def node(self, node_id: int) -> Node:
-        """The node with its status, or :class:`NodeNotFoundError`."""
+    def node(self, node_id: int, *, privacy_ceiling: int | None = None) -> Node:
+        """The node with its status, or :class:`NodeNotFoundError` (also for a node above
+        ``privacy_ceiling``, or above the transaction's ceiling: a lower one narrows it)."""
         node_id = checked_id(node_id)
-        found = fetch_nodes(self.conn, self.id, self.name, [node_id])
+        with self._narrowed(privacy_ceiling):
+            found = fetch_nodes(self.conn, self.id, self.name, [node_id])
         if node_id not in found:
             self.raise_missing(node_id)
         return found[node_id]
 
-    def lineage(self, node_id: int) -> list[Node]:
-        """See :meth:`memstore.namespace.Namespace.lineage`."""
-        self.node(node_id)
-        ids = lineage_sql.lineage_ids(self.conn, self.id, node_id)
-        found = fetch_nodes(self.conn, self.id, self.name, ids)
-        return [found[i] for i in ids]
+    def lineage(self, node_id: int, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """See :meth:`memstore.namespace.Namespace.lineage` (versions above the ceiling are
+        left out)."""
+        with self._narrowed(privacy_ceiling):
+            self.node(node_id)
+            ids = lineage_sql.lineage_ids(self.conn, self.id, node_id)
+            found = fetch_nodes(self.conn, self.id, self.name, ids)
+        return [found[i] for i in ids if i in found]
 
-    def current(self, node_id: int) -> Node:
+    def current(self, node_id: int, *, privacy_ceiling: int | None = None) -> Node:
         """The node if it is current; otherwise the error that says what became of it."""
-        node = self.node(node_id)
+        node = self.node(node_id, privacy_ceiling=privacy_ceiling)
         if node.status is NodeStatus.SUPERSEDED:
             latest = lineage_sql.current_version(self.conn, self.id, node_id)
+            if latest not in fetch_nodes(self.conn, self.id, self.name, [latest]):
+                # The newer version is above the ceiling: its id must not be told.
+                raise NodeSupersededError(f"node {node_id} was superseded", node_id=node_id)
             raise NodeSupersededError(
                 f"node {node_id} was superseded; its current version is node {latest}",
                 node_id=node_id,
@@ -259,22 +288,62 @@ class NamespaceTransaction:
         return node
 
     def raise_missing(self, node_id: int, *, edge: bool = False) -> None:
-        """Raise the error for a node id that is not in this namespace."""
-        # Not here; if it is a node of another namespace, an edge would cross
-        # namespaces, which deserves its own message.
-        elsewhere = self.conn.execute(
-            sa.select(sa.exists().where(nodes.c.id == node_id, nodes.c.namespace_id != self.id))
-        ).scalar_one()
-        if edge and elsewhere:
-            raise CrossNamespaceError(
-                f"node {node_id} belongs to another namespace: edges never cross namespaces",
-                field="dst",
-            )
+        """Raise the error for a node id this transaction cannot see.
+
+        The same error, with the same message, whether the id was never used,
+        belongs to another namespace or is above the privacy ceiling: a caller
+        must not learn that an invisible memory exists (docs/security.md).
+        ``edge`` (the id is an edge's end) changes nothing, for that reason.
+        """
         raise NodeNotFoundError(
             f"node {node_id} does not exist in namespace {self.name!r}",
             namespace=self.name,
             target_id=node_id,
         )
+
+    def _declared_ceiling(self) -> int:
+        """The privacy ceiling this transaction declared with ``SET LOCAL``."""
+        if self.privacy_ceiling is None:
+            value = self.conn.execute(
+                sa.text("SELECT current_setting(:name, true)"), {"name": CEILING_SETTING}
+            ).scalar_one()
+            self.privacy_ceiling = int(value) if value else PRIVACY_MAX
+        return self.privacy_ceiling
+
+    @contextmanager
+    def _narrowed(self, privacy_ceiling: int | None) -> Iterator[None]:
+        """Run the block under a lower privacy ceiling than the transaction's, if given.
+
+        The block's reads filter by the declared ceiling, so the narrower one is
+        declared (``SET LOCAL``) for the block and the transaction's restored
+        after it. A ceiling above the transaction's does not widen it.
+        """
+        if privacy_ceiling is None:
+            yield
+            return
+        if (
+            isinstance(privacy_ceiling, bool)
+            or not isinstance(privacy_ceiling, int)
+            or not 0 <= privacy_ceiling <= PRIVACY_MAX
+        ):
+            raise InvalidInputError(
+                f"privacy_ceiling must be an integer from 0 to {PRIVACY_MAX}",
+                field="privacy_ceiling",
+            )
+        declared = self._declared_ceiling()
+        if privacy_ceiling >= declared:
+            yield
+            return
+        raw = self.conn.connection.driver_connection
+        assert raw is not None
+        (narrow,) = set_local({CEILING_SETTING: str(privacy_ceiling)})
+        (restore,) = set_local({CEILING_SETTING: str(declared)})
+        raw.execute(narrow)
+        try:
+            yield
+        finally:
+            if not raw.closed and raw.info.transaction_status.name == "INTRANS":
+                raw.execute(restore)
 
 
 __all__ = ["NamespaceTransaction"]

@@ -105,3 +105,23 @@ $$;
 
 REVOKE ALL ON FUNCTION memstore.open_namespace(text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.open_namespace(text, jsonb) TO CURRENT_USER;
+
+-- The id of the namespace called p_name, or NULL: a lookup that never creates.
+-- Reads of a namespace nobody has written to answer empty (or not found) and
+-- leave nothing behind; memstore.open_namespace runs inside a namespace's
+-- first write transaction instead, so a write that fails creates nothing.
+-- SECURITY DEFINER like open_namespace, for the same reason (a confined role
+-- cannot see the namespaces table), and like it only for a name the caller
+-- already knows: it cannot list namespaces.
+CREATE OR REPLACE FUNCTION memstore.find_namespace(p_name text)
+RETURNS bigint
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ns.id FROM memstore.namespaces ns WHERE ns.name = p_name;
+$$;
+
+REVOKE ALL ON FUNCTION memstore.find_namespace(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION memstore.find_namespace(text) TO CURRENT_USER;

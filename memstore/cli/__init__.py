@@ -13,7 +13,15 @@ import typer
 from rich.table import Table
 
 from memstore.cli import activation, lifecycle, memory, tiers
-from memstore.cli.common import app, err, open_store, out, print_json, settings_of
+from memstore.cli.common import (
+    CeilingOption,
+    app,
+    err,
+    open_store,
+    out,
+    print_json,
+    settings_of,
+)
 from memstore.cli.db import db_app
 from memstore.cli.demo import run_demo
 from memstore.errors import MemstoreError
@@ -43,19 +51,39 @@ def status(
         str | None,
         typer.Option("--namespace", "-n", help="Summarise this namespace instead of the store."),
     ] = None,
+    privacy_ceiling: CeilingOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
 ) -> None:
     """Show the server, schema revision and row counts; with -n, one namespace's tiers."""
     with open_store(ctx) as store:
         if namespace is not None:
-            summary = store.namespace(namespace).summary()
+            summary = store.namespace(namespace).summary(privacy_ceiling=privacy_ceiling)
             print_json(summary) if as_json else print(summary.text())
             return
-        result = store.status()
+        result = store.status(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(result)
     else:
         _print_status(result)
+
+
+@app.command()
+def namespaces(
+    ctx: typer.Context,
+    privacy_ceiling: CeilingOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
+) -> None:
+    """List the namespaces, with their node counts (an operator's command: a role that
+    row-level security confines sees none)."""
+    with open_store(ctx) as store:
+        found = store.namespaces(privacy_ceiling=privacy_ceiling)
+    if as_json:
+        print_json(found)
+        return
+    table = Table("namespace", "nodes", "created", title="namespaces", title_justify="left")
+    for info in found:
+        table.add_row(info.name, str(info.nodes), f"{info.created_at:%Y-%m-%d %H:%M:%S %Z}")
+    out.print(table)
 
 
 @app.command()

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from memstore.activation import Activation
-from memstore.cli.common import JsonOption, NamespaceOption, open_store, out
+from memstore.cli.common import CeilingOption, JsonOption, NamespaceOption, open_store, out
 from memstore.cli.memory import utc
 
 
@@ -48,7 +48,7 @@ def activate(
     limit: Annotated[int, typer.Option(help="Working-memory size.")] = 20,
     both_directions: Annotated[bool, typer.Option(help="Follow edges backwards too.")] = False,
     learn: Annotated[bool, typer.Option(help="Record accesses and co-activation.")] = False,
-    privacy_ceiling: Annotated[int | None, typer.Option(help="Hide nodes above it.")] = None,
+    privacy_ceiling: CeilingOption = None,
     as_of: Annotated[datetime | None, typer.Option(help="What the store knew then (UTC).")] = None,
     max_bytes: Annotated[int, typer.Option(help="Cap of the --json output.")] = 32768,
     as_json: JsonOption = False,

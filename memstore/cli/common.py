@@ -36,6 +36,17 @@ NamespaceOption = Annotated[
     typer.Option("--namespace", "-n", envvar="MEMSTORE_NAMESPACE", help="The namespace to act in."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+CeilingOption = Annotated[
+    int | None,
+    typer.Option(
+        "--privacy-ceiling",
+        envvar="MEMSTORE_PRIVACY_CEILING",
+        min=0,
+        max=3,
+        help="Show nothing above this privacy level (0-3). Unset: every level (3).",
+        show_default=False,
+    ),
+]
 
 
 @dataclass

@@ -12,6 +12,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from memstore.cli.common import (
+    CeilingOption,
     JsonOption,
     NamespaceOption,
     open_store,
@@ -80,6 +81,9 @@ def remember(
     importance: Annotated[float, typer.Option(help="0..1")] = 0.5,
     source: Annotated[str | None, typer.Option(help="Where it came from.")] = None,
     actor: Annotated[str | None, typer.Option(help="Who said or wrote it.")] = None,
+    privacy: Annotated[
+        int, typer.Option(min=0, max=3, help="0 public, 1 internal, 2 private, 3 secret.")
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Remember one memory (idempotent: the same content is stored once)."""
@@ -92,6 +96,7 @@ def remember(
             importance=importance,
             source=source,
             actor=actor,
+            privacy=privacy,
         )
     print_json(node) if as_json else _print_nodes([node])
 
@@ -157,6 +162,7 @@ def recall(
     kind: Annotated[list[str] | None, typer.Option(help="Only these kinds (repeat).")] = None,
     as_of: Annotated[datetime | None, typer.Option(help="What the store knew then (UTC).")] = None,
     include_superseded: Annotated[bool, typer.Option(help="Old versions too.")] = False,
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recall the memories most relevant to a query, with score parts and provenance."""
@@ -168,6 +174,7 @@ def recall(
             kinds=_kinds(kind),
             as_of=utc(as_of),
             include_superseded=include_superseded,
+            privacy_ceiling=privacy_ceiling,
         )
     print_json(hits) if as_json else _print_hits(hits)
 
@@ -176,11 +183,12 @@ def get(
     ctx: typer.Context,
     node_id: Annotated[int, typer.Argument(help="Node id.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show one node with its status (current, superseded, tombstoned, redacted)."""
     with open_store(ctx) as store:
-        node = store.namespace(namespace).get(node_id)
+        node = store.namespace(namespace).get(node_id, privacy_ceiling=privacy_ceiling)
     print_json(node) if as_json else _print_nodes([node])
 
 
@@ -249,11 +257,12 @@ def lineage(
     ctx: typer.Context,
     node_id: Annotated[int, typer.Argument(help="Any version's id.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every version of a memory, oldest first."""
     with open_store(ctx) as store:
-        versions = store.namespace(namespace).lineage(node_id)
+        versions = store.namespace(namespace).lineage(node_id, privacy_ceiling=privacy_ceiling)
     print_json(versions) if as_json else _print_nodes(versions)
 
 
@@ -261,11 +270,12 @@ def lineage(
 def embed_status(
     ctx: typer.Context,
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Fresh, missing and stale vectors of a namespace for the configured embedder."""
     with open_store(ctx) as store:
-        status = store.namespace(namespace).embedding_status()
+        status = store.namespace(namespace).embedding_status(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(status)
     else:

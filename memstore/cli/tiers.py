@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.common import (
+    CeilingOption,
     JsonOption,
     NamespaceOption,
     open_store,
@@ -28,12 +29,13 @@ def context(
     namespace: NamespaceOption = "default",
     budget: Annotated[int, typer.Option(help="Token budget of the packet.")] = 2000,
     session: Annotated[str | None, typer.Option(help="Recent turns of this session.")] = None,
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print the token-budgeted context packet for a query (prompt-ready text, or --json)."""
     with open_store(ctx) as store:
         packet = store.namespace(namespace).recall_context(
-            query, budget_tokens=budget, session_id=session
+            query, budget_tokens=budget, session_id=session, privacy_ceiling=privacy_ceiling
         )
     if as_json:
         print_json(packet)
@@ -68,11 +70,14 @@ def unpin(
 
 
 def pins(
-    ctx: typer.Context, namespace: NamespaceOption = "default", as_json: JsonOption = False
+    ctx: typer.Context,
+    namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List the pinned facts."""
     with open_store(ctx) as store:
-        found = store.namespace(namespace).scratchpad.all()
+        found = store.namespace(namespace).scratchpad.all(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(found)
         return
@@ -109,11 +114,14 @@ def lessons_list(
     ctx: typer.Context,
     namespace: NamespaceOption = "default",
     min_confidence: Annotated[float, typer.Option(help="Only lessons at least this sure.")] = 0.0,
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List current lessons, strongest first."""
     with open_store(ctx) as store:
-        found = store.namespace(namespace).lessons.high_confidence(min_confidence)
+        found = store.namespace(namespace).lessons.high_confidence(
+            min_confidence, privacy_ceiling=privacy_ceiling
+        )
     if as_json:
         print_json(found)
         return
@@ -164,11 +172,14 @@ def procedures_add(
 
 @procedures_app.command("list")
 def procedures_list(
-    ctx: typer.Context, namespace: NamespaceOption = "default", as_json: JsonOption = False
+    ctx: typer.Context,
+    namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List current procedures."""
     with open_store(ctx) as store:
-        found = store.namespace(namespace).procedures.all()
+        found = store.namespace(namespace).procedures.all(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(found)
         return
@@ -188,11 +199,14 @@ def procedures_show(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The procedure's name.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show every version of a procedure, oldest first."""
     with open_store(ctx) as store:
-        versions = store.namespace(namespace).procedures.versions(name)
+        versions = store.namespace(namespace).procedures.versions(
+            name, privacy_ceiling=privacy_ceiling
+        )
     if as_json:
         print_json(versions)
         return

@@ -81,6 +81,7 @@ READER_TABLES = (
 )
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",
+    "memstore.find_namespace(text)",
     "memstore.redact_node(bigint, bigint, text, text)",
     "memstore.redact_lineage(bigint, bigint, text, text, boolean)",
     "memstore.term_documents(bigint, text)",

@@ -87,8 +87,10 @@ def scope_settings(namespace_id: int, privacy_ceiling: int) -> dict[str, str]:
     for value, what in ((namespace_id, "namespace id"), (privacy_ceiling, "privacy ceiling")):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"the {what} must be an int, not {type(value).__name__}")
-    if namespace_id < 1:
-        raise ValueError(f"a namespace id is positive, not {namespace_id}")
+    # 0 names no namespace (identity ids start at 1): a read of a namespace
+    # nobody has written to yet runs scoped to it and finds nothing.
+    if namespace_id < 0:
+        raise ValueError(f"a namespace id is not negative, not {namespace_id}")
     return {NAMESPACE_SETTING: str(namespace_id), CEILING_SETTING: str(privacy_ceiling)}
 
 

@@ -33,6 +33,7 @@ from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding.base import Embedder, Vectors
 from memstore.errors import DimensionMismatchError, InvalidInputError
 from memstore.graph.content import source_hash
+from memstore.graph.rows import within_ceiling
 from memstore.models import EmbeddingStatus
 
 QUERIES = named_queries(files("memstore.embedding").joinpath("cache.sql").read_text())
@@ -223,7 +224,8 @@ def _redacted(namespace_id: int) -> sa.Exists:
 def status(
     conn: Connection, namespace_id: int, namespace: str, model: str, dims: int
 ) -> EmbeddingStatus:
-    """How many of the namespace's nodes have a fresh, missing or stale vector."""
+    """How many of the namespace's nodes (up to the transaction's privacy ceiling) have a
+    fresh, missing or stale vector."""
     e = embeddings
     joined, fresh = _nodes_with_vectors(model)
     row = conn.execute(
@@ -235,6 +237,7 @@ def status(
         .select_from(joined)
         .where(nodes.c.namespace_id == namespace_id)
         .where(~_redacted(namespace_id))
+        .where(within_ceiling(nodes))
     ).one()
     total, missing, stale = (int(v) for v in row)
     return EmbeddingStatus(

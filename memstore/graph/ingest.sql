@@ -58,6 +58,10 @@ FROM unnest(%(kinds)s::text[], %(node_types)s::text[], %(hashes)s::bytea[])
 JOIN memstore.nodes n
   ON n.namespace_id = %(ns)s AND n.kind = k.kind AND n.node_type = k.node_type
  AND n.content_hash = k.content_hash
+-- A node above the transaction's privacy ceiling is not returned (the owner
+-- bypasses row-level security): copy_nodes stores such an item as a node of
+-- its own, and the caller never learns of the other.
+WHERE n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
 
 -- insert_new_vectors --
 -- Vectors of nodes this transaction created: no other transaction can see

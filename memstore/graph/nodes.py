@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 from operator import attrgetter
@@ -91,6 +92,12 @@ def remember_params(
     }
 
 
+def below_ceiling_key(digest: bytes, ceiling: object) -> bytes:
+    """The idempotency key of a memory whose own key is taken by a node above the
+    transaction's privacy ceiling ``ceiling`` (see :func:`remember_node`)."""
+    return hashlib.sha256(digest + b"\x1fbelow-ceiling:" + str(ceiling).encode()).digest()
+
+
 def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
     """Insert one node (and its vector), or find the identical one already stored.
 
@@ -105,8 +112,24 @@ def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
             row: dict[str, Any] | None = cursor.execute(QUERIES["remember_node"], params).fetchone()
             if row is not None:
                 return row
-    # The key is taken by a node this transaction cannot see: not a race
-    # that another attempt settles (e.g. a privacy ceiling below the node's).
+        # The key is taken by a node above this transaction's privacy ceiling.
+        # The caller must not get it, nor learn that it exists (an error would
+        # confirm a guess of its content): the memory becomes a node of its own,
+        # under a key that names the ceiling — deterministic, so remembering it
+        # again under the same ceiling finds this node.
+        ceiling = cursor.execute(
+            "SELECT current_setting('memstore.privacy_ceiling', true) AS ceiling"
+        ).fetchone()
+        assert ceiling is not None
+        own = {
+            **params,
+            "content_hash": below_ceiling_key(params["content_hash"], ceiling["ceiling"]),
+        }
+        for _ in range(REMEMBER_ATTEMPTS):
+            row = cursor.execute(QUERIES["remember_node"], own).fetchone()
+            if row is not None:
+                return row
+    # Still nothing: not a race that another attempt settles.
     raise DatabaseError(
         "the same memory is stored, but this transaction cannot read it"
         " (is its privacy above the transaction's ceiling?)"
@@ -152,6 +175,42 @@ def copy_nodes(
         if ids is not None:
             return ids
     raw.execute(QUERIES["create_staging"])
+    found, created = _stage_and_insert(raw, namespace_id, items, contents, first)
+    hidden = [key for key in first if key not in found]
+    if hidden:
+        # Keys taken by nodes above the transaction's privacy ceiling (find_nodes
+        # does not return them): as in remember_node, each such memory becomes a
+        # node of its own under a key that names the ceiling, and the caller
+        # never learns of the other.
+        row = raw.execute("SELECT current_setting('memstore.privacy_ceiling', true)").fetchone()
+        level = row[0] if row is not None else None
+        own = {key: (key[0], key[1], below_ceiling_key(key[2], level)) for key in hidden}
+        more, more_created = _stage_and_insert(
+            raw, namespace_id, items, contents, {own[key]: first[key] for key in hidden}
+        )
+        found |= more
+        created |= more_created
+        keys = [own.get(key, key) for key in keys]
+        first = {own.get(key, key): ordinal for key, ordinal in first.items()}
+    ids = [found[key] for key in keys]
+    if vectors is not None:
+        _write_vectors(raw, namespace_id, model, vectors, contents, ids, keys, first, created)
+    return ids
+
+
+def _stage_and_insert(
+    raw: Any,
+    namespace_id: int,
+    items: Sequence[MemoryInput],
+    contents: Sequence[str],
+    first: Mapping[tuple[str, str, bytes], int],
+) -> tuple[dict[tuple[str, str, bytes], int], set[tuple[str, str, bytes]]]:
+    """Stage the first item of each key, insert the new ones, find the stored ones.
+
+    Returns the id of every key the transaction can see, and the keys this
+    call created. A key missing from both is taken by a node above the
+    transaction's privacy ceiling.
+    """
     raw.execute(QUERIES["clear_staging"])
     with raw.cursor().copy(QUERIES["copy_staging"]) as copy:
         copy.set_types(STAGING_TYPES)
@@ -178,10 +237,7 @@ def copy_nodes(
             ((kind, node_type, bytes(digest)), int(node_id))
             for kind, node_type, digest, node_id in rows
         )
-    ids = [found[key] for key in keys]
-    if vectors is not None:
-        _write_vectors(raw, namespace_id, model, vectors, contents, ids, keys, first, created)
-    return ids
+    return found, created
 
 
 def _write_vectors(

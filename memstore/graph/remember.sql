@@ -35,19 +35,28 @@ vector AS (
     WHERE %(embedding)b::vector IS NOT NULL
 )
 SELECT c.*, true AS created,
-       NULL::bigint AS superseded_by, false AS tombstoned, false AS redacted
+       NULL::bigint AS superseded_by, false AS superseded, false AS tombstoned,
+       false AS redacted
 FROM created c
 UNION ALL
 -- The node already stored under the key, when this statement's snapshot sees
 -- it. A key taken by a concurrent writer after that snapshot (ON CONFLICT
 -- waited for its commit) returns no row at all: remember_node (nodes.py)
--- then runs the statement again, with a fresh snapshot.
+-- then runs the statement again, with a fresh snapshot. A stored node above
+-- the transaction's privacy ceiling is not returned either (the owner bypasses
+-- row-level security, so the filter is here too): remember_node then stores
+-- the memory under a key of its own, and the caller never learns of the other.
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
        n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
        n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
        false AS created,
        (SELECT s.new_id FROM memstore.supersessions s
-        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded_by,
+        JOIN memstore.nodes v ON v.namespace_id = %(ns)s AND v.id = s.new_id
+        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id
+          AND v.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
+       ) AS superseded_by,
+       EXISTS (SELECT FROM memstore.supersessions s
+               WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded,
        EXISTS (SELECT FROM memstore.tombstones t
                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
        EXISTS (SELECT FROM memstore.redactions r
@@ -55,4 +64,5 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
 FROM memstore.nodes n
 WHERE n.namespace_id = %(ns)s AND n.kind = %(kind)s AND n.node_type = %(node_type)s
   AND n.content_hash = %(content_hash)s
+  AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
   AND NOT EXISTS (SELECT FROM created)

@@ -19,13 +19,45 @@ NODE_FIELDS = (
 )  # fmt: skip
 
 
+# The ceiling a namespace transaction declared (memstore.db.transaction), read
+# by the very expression row-level security uses (sql/07_row_security.sql): the
+# service's own filter and the policy cannot disagree, and a statement run
+# where no ceiling was declared returns no node at all.
+CEILING_SQL = "nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint"
+
+
+def within_ceiling(node: sa.FromClause) -> sa.ColumnElement[bool]:
+    """Whether ``node``'s privacy is at most the transaction's declared ceiling.
+
+    The owner and superusers bypass row-level security, so every read of
+    nodes filters with this as well (docs/security.md).
+    """
+    return node.c.privacy <= sa.literal_column(CEILING_SQL)
+
+
 def superseded_by(node: sa.FromClause, namespace_id: int) -> sa.ScalarSelect[Any]:
-    """The id of the version that replaced ``node``, or NULL."""
+    """The id of the version that replaced ``node``, or NULL — also when that version is
+    above the transaction's privacy ceiling: its id must not tell that it exists."""
+    newer = nodes.alias("newer")
     return (
         sa.select(supersessions.c.new_id)
         .where(supersessions.c.namespace_id == namespace_id)
         .where(supersessions.c.old_id == node.c.id)
+        .where(
+            sa.exists().where(
+                newer.c.namespace_id == namespace_id,
+                newer.c.id == supersessions.c.new_id,
+                within_ceiling(newer),
+            )
+        )
         .scalar_subquery()
+    )
+
+
+def is_superseded(node: sa.FromClause, namespace_id: int) -> sa.Exists:
+    """Whether ``node`` was replaced by a newer version (visible or not)."""
+    return sa.exists().where(
+        supersessions.c.namespace_id == namespace_id, supersessions.c.old_id == node.c.id
     )
 
 
@@ -48,18 +80,20 @@ def node_columns(node: sa.FromClause, namespace_id: int) -> list[sa.ColumnElemen
     return [
         *(node.c[name] for name in NODE_FIELDS),
         superseded_by(node, namespace_id).label("superseded_by"),
+        is_superseded(node, namespace_id).label("superseded"),
         is_tombstoned(node, namespace_id).label("tombstoned"),
         is_redacted(node, namespace_id).label("redacted"),
     ]
 
 
-def status_of(superseded: int | None, tombstoned: bool, redacted: bool) -> NodeStatus:
-    """Redacted outranks tombstoned, which outranks superseded."""
+def status_of(superseded: int | bool | None, tombstoned: bool, redacted: bool) -> NodeStatus:
+    """Redacted outranks tombstoned, which outranks superseded (the newer version's id, or
+    True when it is not shown)."""
     if redacted:
         return NodeStatus.REDACTED
     if tombstoned:
         return NodeStatus.TOMBSTONED
-    if superseded is not None:
+    if superseded is not None and superseded is not False:
         return NodeStatus.SUPERSEDED
     return NodeStatus.CURRENT
 
@@ -70,7 +104,13 @@ def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
     return Node(
         **values,
         namespace=namespace,
-        status=status_of(row["superseded_by"], row["tombstoned"], row["redacted"]),
+        # "superseded" where the row has it: superseded_by is NULL when the newer
+        # version is above the privacy ceiling, and the node is superseded all the same.
+        status=status_of(
+            row["superseded"] if "superseded" in row else row["superseded_by"],
+            row["tombstoned"],
+            row["redacted"],
+        ),
         superseded_by=row["superseded_by"],
     )
 
@@ -78,7 +118,8 @@ def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
 def fetch_nodes(
     conn: Connection, namespace_id: int, namespace: str, ids: Iterable[int]
 ) -> dict[int, Node]:
-    """Nodes by id (missing ids are simply absent from the result)."""
+    """Nodes by id (missing ids, and nodes above the transaction's privacy ceiling, are
+    simply absent from the result)."""
     wanted = sorted(set(ids))
     if not wanted:
         return {}
@@ -86,6 +127,7 @@ def fetch_nodes(
         sa.select(*node_columns(nodes, namespace_id))
         .where(nodes.c.namespace_id == namespace_id)
         .where(any_of(nodes.c.id, wanted))
+        .where(within_ceiling(nodes))
     )
     return {row["id"]: to_node(row, namespace) for row in conn.execute(query).mappings()}
 

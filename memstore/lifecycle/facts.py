@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from memstore.db.schema import nodes, proposals
-from memstore.graph.rows import fetch_edges, fetch_nodes
+from memstore.graph.rows import fetch_edges, fetch_nodes, within_ceiling
 from memstore.law.ops import (
     AcceptProposal,
     Operation,
@@ -121,6 +121,7 @@ def pressure_keys(tx: NamespaceTransaction, keys: Iterable[str]) -> dict[str, in
             nodes.c.tier == AGENCY,
             nodes.c.label.in_(keys),
             is_current(tx.id),
+            within_ceiling(nodes),
         )
         .group_by(nodes.c.label)
     )

@@ -37,7 +37,7 @@ class Review:
         """Pending proposals, oldest first."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidInputError("limit must be an integer from 1 to 10000", field="limit")
-        with self.ns.transaction() as tx:
+        with self.ns.reading() as tx:  # a read: creates no namespace
             rows = tx.conn.execute(
                 sa.select(proposals)
                 .where(proposals.c.namespace_id == self.ns.id, proposals.c.status == "pending")
@@ -50,7 +50,7 @@ class Review:
         """One proposal, whatever its status."""
         if isinstance(proposal_id, bool) or not isinstance(proposal_id, int):
             raise InvalidInputError("a proposal id is an integer", field="proposal_id")
-        with self.ns.transaction() as tx:
+        with self.ns.reading() as tx:  # a read: creates no namespace
             row = (
                 tx.conn.execute(
                     sa.select(proposals).where(

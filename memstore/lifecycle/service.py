@@ -104,8 +104,10 @@ def apply(
     batch = _checked_batch(ns, ops)
     phase = _checked_phase(phase)
     who = checked_actor(actor, ns.settings.actor)
+    # An empty batch writes nothing, so it must not create the namespace either.
+    opened = ns.transaction() if batch else ns.reading()
     try:
-        with ns.transaction() as tx:
+        with opened as tx:
             policy = read_policy(tx)
             _within_policy(batch, policy)
             return apply_in(tx, batch, phase=phase, actor=who, policy=policy, atomic=atomic)

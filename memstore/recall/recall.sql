@@ -154,8 +154,14 @@ JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::text AS data,
        n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope,
        n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+       -- The newer version's id only if it is within the ceiling (its id must
+       -- not tell that it exists); "superseded" says the status either way.
        (SELECT s.new_id FROM memstore.supersessions s
-        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded_by,
+        JOIN memstore.nodes v ON v.namespace_id = %(ns)s AND v.id = s.new_id
+        WHERE s.namespace_id = %(ns)s AND s.old_id = n.id
+          AND (%(privacy)s::int IS NULL OR v.privacy <= %(privacy)s::int)) AS superseded_by,
+       EXISTS (SELECT 1 FROM memstore.supersessions s
+               WHERE s.namespace_id = %(ns)s AND s.old_id = n.id) AS superseded,
        EXISTS (SELECT 1 FROM memstore.tombstones t
                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
        EXISTS (SELECT 1 FROM memstore.redactions r

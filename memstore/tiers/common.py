@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from memstore.db.schema import node_state, nodes, redactions, supersessions, tombstones
 from memstore.errors import InvalidInputError
-from memstore.graph.rows import node_columns, to_node
+from memstore.graph.rows import node_columns, to_node, within_ceiling
 from memstore.models import MemoryInput, Node, NodeStatus
 
 if TYPE_CHECKING:
@@ -57,10 +57,16 @@ def current_entries(
     order_by: tuple[sa.ColumnElement[object], ...] = (),
     limit: int | None = None,
 ) -> list[Node]:
-    """A tier's current nodes, newest first (by observed time, then id) after ``order_by``."""
+    """A tier's current nodes up to the transaction's privacy ceiling, newest first (by
+    observed time, then id) after ``order_by``."""
     query = (
         sa.select(*node_columns(nodes, ns.id))
-        .where(nodes.c.namespace_id == ns.id, nodes.c.tier == tier, is_current(ns.id))
+        .where(
+            nodes.c.namespace_id == ns.id,
+            nodes.c.tier == tier,
+            is_current(ns.id),
+            within_ceiling(nodes),
+        )
         .order_by(*order_by, nodes.c.observed_at.desc().nulls_last(), nodes.c.id.desc())
     )
     if label is not None:
@@ -73,12 +79,17 @@ def current_entries(
 
 
 def count_current(conn: Connection, ns: Namespace, tier: str) -> int:
-    """How many current nodes a tier holds."""
+    """How many current nodes a tier holds, up to the transaction's privacy ceiling."""
     return int(
         conn.execute(
             sa.select(sa.func.count())
             .select_from(nodes)
-            .where(nodes.c.namespace_id == ns.id, nodes.c.tier == tier, is_current(ns.id))
+            .where(
+                nodes.c.namespace_id == ns.id,
+                nodes.c.tier == tier,
+                is_current(ns.id),
+                within_ceiling(nodes),
+            )
         ).scalar_one()
     )
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.db.schema import nodes
 from memstore.errors import InvalidInputError
+from memstore.graph.rows import within_ceiling
 from memstore.inputs import validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import CONSOLIDATION, current_entries, is_current, now
@@ -65,25 +66,29 @@ class Consolidation:
                 )
             )
 
-    def history(self, limit: int | None = None) -> list[Node]:
-        """Consolidation events, newest first (all of them, or the newest ``limit``)."""
+    def history(
+        self, limit: int | None = None, *, privacy_ceiling: int | None = None
+    ) -> list[Node]:
+        """Consolidation events up to ``privacy_ceiling`` (default: the store's), newest first
+        (all of them, or the newest ``limit``)."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000
         ):
             raise InvalidInputError("limit must be an integer from 1 to 10000", field="limit")
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return current_entries(tx.conn, self.ns, CONSOLIDATION, limit=limit)
 
-    def total(self) -> int:
-        """Messages consolidated over all recorded events."""
+    def total(self, *, privacy_ceiling: int | None = None) -> int:
+        """Messages consolidated over all recorded events (up to ``privacy_ceiling``)."""
         messages = sa.cast(nodes.c.data["messages_consolidated"].astext, sa.BigInteger)
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             total = tx.conn.execute(
                 sa.select(sa.func.coalesce(sa.func.sum(messages), 0)).where(
                     nodes.c.namespace_id == self.ns.id,
                     nodes.c.tier == CONSOLIDATION,
                     nodes.c.node_type == EVENT,
                     is_current(self.ns.id),
+                    within_ceiling(nodes),
                 )
             ).scalar_one()
         return int(total)

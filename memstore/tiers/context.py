@@ -29,7 +29,7 @@ from memstore.db.queries import named_queries
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
 from memstore.inputs import validated
-from memstore.models import Node
+from memstore.models import Node, Privacy
 from memstore.recall import RecallQuery
 from memstore.recall import ranked as recall_ranked
 from memstore.recall import send as send_recall
@@ -102,6 +102,8 @@ class ContextRequest(BaseModel):
         default_factory=lambda: dict(DEFAULT_ALLOCATION)
     )
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    privacy_ceiling: Privacy | None = None
+    """No section holds a memory above it (None: the store's ``privacy_ceiling`` setting)."""
 
     @model_validator(mode="after")
     def _known_sections(self) -> ContextRequest:
@@ -314,9 +316,19 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
     if not vector.any():
         vector = None
     timings["embed"] = _ms(started)
-    spec = validated(RecallQuery, text=request.query, k=recall_size(request.budget_tokens))
+    ceiling = request.privacy_ceiling
+    if ceiling is None:
+        ceiling = ns.settings.privacy_ceiling
+    spec = validated(
+        RecallQuery,
+        text=request.query,
+        k=recall_size(request.budget_tokens),
+        privacy_ceiling=ceiling,
+    )
     prepare = ns.settings.prepared_statements
-    with ns.transaction() as tx:
+    # Every read below runs under the ceiling: the recall and the pull filter by
+    # it, context.sql's reads by the ceiling this transaction declares.
+    with ns.reading(privacy_ceiling=ceiling) as tx:
         started = time.perf_counter()
         run = ns.plan_recall(spec, vector, tx.conn)
         raw = tx.conn.connection.driver_connection
@@ -374,7 +386,13 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
                 ns.id,
                 ns.name,
                 seeds,
-                ActivateRequest(query=request.query, depth=2, limit=40, both_directions=True),
+                ActivateRequest(
+                    query=request.query,
+                    depth=2,
+                    limit=40,
+                    both_directions=True,
+                    privacy_ceiling=ceiling,
+                ),
                 vector=vector,
                 model=ns.embedder.name,
             )

@@ -53,7 +53,15 @@ AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
                 WHERE t.namespace_id = %(ns)s AND t.node_id = n.id)
 AND NOT EXISTS (SELECT 1 FROM memstore.redactions r
                 WHERE r.namespace_id = %(ns)s AND r.node_id = n.id)
+-- The privacy ceiling the transaction declared, as row-level security reads
+-- it (memstore/graph/rows.py's within_ceiling): the owner bypasses the policy.
+AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
 
 -- redacted_count --
--- How many memories of the namespace were redacted (the packet warns of them).
-SELECT count(*) AS redacted FROM memstore.redactions WHERE namespace_id = %(ns)s
+-- How many memories of the namespace, up to the privacy ceiling, were redacted
+-- (the packet warns of them).
+SELECT count(*) AS redacted
+FROM memstore.redactions r
+JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = r.node_id
+WHERE r.namespace_id = %(ns)s
+  AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 from memstore.db.schema import embeddings, node_state, nodes
 from memstore.errors import InvalidInputError
 from memstore.graph.content import checked_content
-from memstore.graph.rows import node_columns, to_node
+from memstore.graph.rows import node_columns, to_node, within_ceiling
 from memstore.inputs import checked_reason, validated
 from memstore.models import Hit, MemoryInput, Node, Unit
 from memstore.tiers.common import (
@@ -252,42 +252,57 @@ class Lessons:
 
     # --- reading ----------------------------------------------------------------
 
-    def get(self, lesson_id: int) -> Lesson:
-        """A current lesson with its effective confidence and applications."""
-        with self.ns.transaction() as tx:
+    def get(self, lesson_id: int, *, privacy_ceiling: int | None = None) -> Lesson:
+        """A current lesson with its effective confidence and applications (a lesson above
+        ``privacy_ceiling`` is not found)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             self._current_lesson(tx, lesson_id)
             return self._lessons(tx.conn, where=nodes.c.id == lesson_id)[0]
 
-    def all(self) -> list[Lesson]:
-        """Every current lesson, strongest first."""
-        with self.ns.transaction() as tx:
+    def all(self, *, privacy_ceiling: int | None = None) -> list[Lesson]:
+        """Every current lesson up to ``privacy_ceiling`` (default: the store's), strongest
+        first."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return self._lessons(tx.conn)
 
-    def count(self) -> int:
-        """How many current lessons there are."""
-        with self.ns.transaction() as tx:
+    def count(self, *, privacy_ceiling: int | None = None) -> int:
+        """How many current lessons there are (up to ``privacy_ceiling``)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return count_current(tx.conn, self.ns, LESSONS)
 
-    def high_confidence(self, threshold: float = 0.8) -> list[Lesson]:
-        """Current lessons whose effective confidence is at least ``threshold``, strongest first."""
+    def high_confidence(
+        self, threshold: float = 0.8, *, privacy_ceiling: int | None = None
+    ) -> list[Lesson]:
+        """Current lessons whose effective confidence is at least ``threshold``, strongest first
+        (up to ``privacy_ceiling``)."""
         threshold = unit(threshold, "threshold")
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             # Confidences are REAL: compare in REAL, or a 0.7 lesson would miss threshold 0.7.
             floor = sa.cast(threshold, REAL)
             return self._lessons(tx.conn, where=_effective_confidence() >= floor)
 
-    def search(self, query: str, limit: int = 10) -> list[Hit]:
-        """The ``limit`` current lessons most relevant to ``query`` (hybrid recall), best first."""
+    def search(
+        self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None
+    ) -> list[Hit]:
+        """The ``limit`` current lessons most relevant to ``query`` (hybrid recall), best first
+        (up to ``privacy_ceiling``)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer from 1 to 1000", field="limit")
-        return self.ns.recall(query, k=limit, tiers=[LESSONS], node_types=[LESSON_TYPE])
+        return self.ns.recall(
+            query,
+            k=limit,
+            tiers=[LESSONS],
+            node_types=[LESSON_TYPE],
+            privacy_ceiling=privacy_ceiling,
+        )
 
-    def find_duplicate(self, rule: str) -> Node | None:
-        """The current lesson ``rule`` nearly duplicates (see :meth:`add_if_new`), if any."""
+    def find_duplicate(self, rule: str, *, privacy_ceiling: int | None = None) -> Node | None:
+        """The current lesson ``rule`` nearly duplicates (see :meth:`add_if_new`), if any,
+        among those up to ``privacy_ceiling``."""
         text = checked_content(rule, limit=self.ns.settings.max_content_bytes, field="rule")
         vector = self.ns.embedder.embed([text])[0]
-        candidates = self._recall_candidates(text)
-        with self.ns.transaction() as tx:
+        candidates = self._recall_candidates(text, privacy_ceiling)
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return self._duplicate(tx.conn, text, vector, candidates)
 
     # --- helpers ----------------------------------------------------------------
@@ -309,11 +324,17 @@ class Lessons:
         )
         return item, self.ns.vectors([item], [text])
 
-    def _recall_candidates(self, rule: str) -> list[int] | None:
+    def _recall_candidates(self, rule: str, privacy_ceiling: int | None = None) -> list[int] | None:
         """Ids to compare a rule with; None means every current lesson."""
-        if self.count() <= COMPARE_ALL_MAX:
+        if self.count(privacy_ceiling=privacy_ceiling) <= COMPARE_ALL_MAX:
             return None
-        hits = self.ns.recall(rule, k=RECALL_CANDIDATES, tiers=[LESSONS], node_types=[LESSON_TYPE])
+        hits = self.ns.recall(
+            rule,
+            k=RECALL_CANDIDATES,
+            tiers=[LESSONS],
+            node_types=[LESSON_TYPE],
+            privacy_ceiling=privacy_ceiling,
+        )
         return [hit.node.id for hit in hits]
 
     def _duplicate(
@@ -344,6 +365,7 @@ class Lessons:
                 nodes.c.tier == LESSONS,
                 nodes.c.node_type == LESSON_TYPE,
                 is_current(self.ns.id),
+                within_ceiling(nodes),
             )
         )
         if candidates is not None:
@@ -395,6 +417,7 @@ class Lessons:
                 nodes.c.tier == LESSONS,
                 nodes.c.node_type == LESSON_TYPE,
                 is_current(self.ns.id),
+                within_ceiling(nodes),
             )
             .order_by(
                 _effective_confidence().desc(),

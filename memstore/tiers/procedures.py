@@ -238,34 +238,35 @@ class Procedures:
 
     # --- reading ----------------------------------------------------------------
 
-    def find_by_name(self, name: str) -> Node | None:
-        """The current procedure with exactly this name, if any."""
+    def find_by_name(self, name: str, *, privacy_ceiling: int | None = None) -> Node | None:
+        """The current procedure with exactly this name, if any (up to ``privacy_ceiling``)."""
         if not isinstance(name, str):
             raise InvalidInputError("a procedure name must be text", field="name")
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return self._by_name(tx, name)
 
-    def all(self) -> list[Node]:
-        """Every current procedure, by name."""
-        with self.ns.transaction() as tx:
+    def all(self, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """Every current procedure up to ``privacy_ceiling`` (default: the store's), by name."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             found = current_entries(
                 tx.conn, self.ns, PROCEDURES, where=nodes.c.node_type == PROCEDURE_TYPE
             )
         return sorted(found, key=lambda node: (node.label or "", node.id))
 
-    def versions(self, name_or_id: str | int) -> list[Node]:
+    def versions(self, name_or_id: str | int, *, privacy_ceiling: int | None = None) -> list[Node]:
         """Every version of a procedure, oldest first, ending with the current one.
 
         A name finds its current procedure; an id may name any version.
+        Versions above ``privacy_ceiling`` (default: the store's) are left out.
         """
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             if isinstance(name_or_id, str):
                 return tx.lineage(self._named(tx, name_or_id).id)
             return tx.lineage(self._procedure(tx.node(self._id(name_or_id))).id)
 
-    def stats(self, name_or_id: str | int) -> ProcedureStats:
-        """Applications and successes of the current version."""
-        with self.ns.transaction() as tx:
+    def stats(self, name_or_id: str | int, *, privacy_ceiling: int | None = None) -> ProcedureStats:
+        """Applications and successes of the current version (up to ``privacy_ceiling``)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             node = self._current(tx, name_or_id)
             row = tx.conn.execute(
                 sa.select(node_state.c.times_applied, node_state.c.success_count).where(

@@ -96,27 +96,28 @@ class Scratchpad:
                 )
             return tx.forget(current[0].id, reason=reason)
 
-    def get(self, key: str) -> Node | None:
-        """The current pin of ``key``, or None."""
+    def get(self, key: str, *, privacy_ceiling: int | None = None) -> Node | None:
+        """The current pin of ``key``, or None (also for a pin above ``privacy_ceiling``)."""
         key = validated(PinKey, key=key).key
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             found = current_entries(tx.conn, self.ns, SCRATCHPAD, label=key, limit=1)
         return found[0] if found else None
 
-    def history(self, key: str) -> list[Node]:
-        """Every value ``key`` has had, oldest first (of its current or last pin)."""
+    def history(self, key: str, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """Every value ``key`` has had, oldest first (of its current or last pin), up to
+        ``privacy_ceiling`` (default: the store's)."""
         key = validated(PinKey, key=key).key
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             found = current_entries(tx.conn, self.ns, SCRATCHPAD, label=key, limit=1)
             return tx.lineage(found[0].id) if found else []
 
-    def all(self) -> list[Node]:
-        """Every current pin, by key."""
-        with self.ns.transaction() as tx:
+    def all(self, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """Every current pin up to ``privacy_ceiling`` (default: the store's), by key."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             pins = current_entries(tx.conn, self.ns, SCRATCHPAD)
         return sorted(pins, key=lambda node: node.label or "")
 
-    def count(self) -> int:
-        """How many keys are pinned."""
-        with self.ns.transaction() as tx:
+    def count(self, *, privacy_ceiling: int | None = None) -> int:
+        """How many keys are pinned (pins up to ``privacy_ceiling``)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return count_current(tx.conn, self.ns, SCRATCHPAD)

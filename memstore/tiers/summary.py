@@ -31,6 +31,7 @@ COUNTS = sa.text(
            count(*) AS nodes
     FROM memstore.nodes n
     WHERE n.namespace_id = :ns
+      AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
     GROUP BY 1, 2
     """
 )
@@ -38,7 +39,9 @@ COUNTS = sa.text(
 LAST_ACTIVITY = sa.text(
     """
     SELECT greatest(
-        (SELECT max(recorded_at) FROM memstore.nodes WHERE namespace_id = :ns),
+        (SELECT max(recorded_at) FROM memstore.nodes
+         WHERE namespace_id = :ns
+           AND privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint),
         (SELECT max(recorded_at) FROM memstore.edges WHERE namespace_id = :ns),
         (SELECT max(at) FROM memstore.tombstones WHERE namespace_id = :ns),
         (SELECT max(at) FROM memstore.supersessions WHERE namespace_id = :ns),
@@ -46,8 +49,9 @@ LAST_ACTIVITY = sa.text(
     """
 )
 
-# Every current node gets a tombstone; superseded versions are already hidden
-# behind their current one, redacted ones hold nothing.
+# Every current node up to the transaction's privacy ceiling gets a tombstone
+# (a caller cannot retire what it cannot see); superseded versions are already
+# hidden behind their current one, redacted ones hold nothing.
 CLEAR = sa.text(
     """
     INSERT INTO memstore.tombstones (namespace_id, target_kind, node_id, reason, actor)
@@ -55,6 +59,7 @@ CLEAR = sa.text(
     FROM memstore.nodes n
     WHERE n.namespace_id = :ns
       AND NOT n.protected
+      AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
       AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
                       WHERE t.namespace_id = :ns AND t.node_id = n.id)
       AND NOT EXISTS (SELECT 1 FROM memstore.supersessions s
@@ -95,9 +100,13 @@ class NamespaceSummary(BaseModel):
         return "\n".join(lines)
 
 
-def summarise(ns: Namespace) -> NamespaceSummary:
-    """Count the namespace's nodes per tier and status; read vector freshness."""
-    with ns.transaction() as tx:
+def summarise(ns: Namespace, privacy_ceiling: int | None = None) -> NamespaceSummary:
+    """Count the namespace's nodes per tier and status; read vector freshness.
+
+    Only nodes up to ``privacy_ceiling`` (default: the store's) are counted:
+    a count must not tell a caller that a memory above it exists.
+    """
+    with ns.reading(privacy_ceiling=privacy_ceiling) as tx:
         rows = tx.conn.execute(COUNTS, {"ns": ns.id}).all()
         last = tx.conn.execute(LAST_ACTIVITY, {"ns": ns.id}).scalar_one()
         embeddings = cache.status(tx.conn, ns.id, ns.name, ns.embedder.name, ns.embedder.dims)

@@ -86,22 +86,27 @@ class Timeline:
                 tx.link(previous[0].id, node.id, relation="next", weight=NEXT_WEIGHT)
             return node
 
-    def recent(self, n: int = 20, *, session_id: str | None = None) -> list[Node]:
-        """The ``n`` newest turns (of one session, or of all), newest first."""
+    def recent(
+        self, n: int = 20, *, session_id: str | None = None, privacy_ceiling: int | None = None
+    ) -> list[Node]:
+        """The ``n`` newest turns (of one session, or of all) up to ``privacy_ceiling``
+        (default: the store's), newest first."""
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10_000:
             raise InvalidInputError("n must be an integer from 1 to 10000", field="n")
         where = nodes.c.node_type == TURN
         if session_id is not None:
             session_id = checked_text(session_id, "session_id")
             where = sa.and_(where, nodes.c.scope == session_id)
-        with self.ns.transaction() as tx:
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return current_entries(tx.conn, self.ns, TIMELINE, where=where, limit=n)
 
-    def search(self, query: str, limit: int = 10) -> list[Hit]:
-        """Turns relevant to ``query`` (hybrid: full text and semantic)."""
-        return self.ns.recall(query, k=limit, tiers=[TIMELINE])
+    def search(
+        self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None
+    ) -> list[Hit]:
+        """Turns relevant to ``query`` (hybrid: full text and semantic), up to the ceiling."""
+        return self.ns.recall(query, k=limit, tiers=[TIMELINE], privacy_ceiling=privacy_ceiling)
 
-    def entry_count(self) -> int:
-        """Current turns in the timeline."""
-        with self.ns.transaction() as tx:
+    def entry_count(self, *, privacy_ceiling: int | None = None) -> int:
+        """Current turns in the timeline, up to ``privacy_ceiling`` (default: the store's)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             return count_current(tx.conn, self.ns, TIMELINE)

@@ -12,7 +12,6 @@ import sqlalchemy as sa
 
 from memstore.errors import (
     ContentTooLargeError,
-    CrossNamespaceError,
     DimensionMismatchError,
     EdgeNotFoundError,
     InvalidInputError,
@@ -207,10 +206,14 @@ def test_link_refusals_name_the_problem_and_change_nothing(ns, store, database_u
     gone = ns.remember("forgotten soon")
     ns.forget(gone.id, reason="test")
     before = row_counts(database_url)
-    with pytest.raises(CrossNamespaceError, match="another namespace"):
+    # Another namespace's node is answered exactly like an id never used: the
+    # error must not tell a caller that it exists (issue 17 §1).
+    with pytest.raises(NodeNotFoundError) as elsewhere:
         ns.link(a.id, other.id)
-    with pytest.raises(NodeNotFoundError, match="does not exist"):
+    with pytest.raises(NodeNotFoundError) as missing:
         ns.link(a.id, 10**15)
+    assert type(elsewhere.value) is type(missing.value)
+    assert str(elsewhere.value) == str(missing.value).replace(str(10**15), str(other.id))
     with pytest.raises(NodeTombstonedError):
         ns.link(a.id, gone.id)
     with pytest.raises(InvalidInputError, match="weight"):
@@ -304,9 +307,11 @@ def test_get_and_lineage_of_unknown_nodes(ns, store):
 def test_namespace_names_are_compared_exactly(store, pair):
     suffix = datetime.now(UTC).timestamp()
     first, second = (store.namespace(f"{name}-{suffix}") for name in pair)
-    assert first.id != second.id
     first.remember("only in the first namespace")
     assert second.recall("first namespace") == []
+    assert not second.exists()  # looking created nothing
+    second.remember("only in the second namespace")
+    assert first.id != second.id
     assert store.namespace(first.name).id == first.id
 
 
