@@ -871,6 +871,13 @@ DROPPED = (
 )
 
 
+# Handing a function to memstore_redactor needs that role to have CREATE on the
+# schema (PostgreSQL asks it of a new owner); a non-superuser migrating role
+# grants it for the hand-over only, as revision 0002 does.
+LEND_CREATE = "GRANT CREATE ON SCHEMA memstore TO memstore_redactor"
+TAKE_CREATE_BACK = "REVOKE CREATE ON SCHEMA memstore FROM memstore_redactor"
+
+
 def upgrade() -> None:
     op.create_table(
         "erasure_keys",
@@ -893,16 +900,20 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("namespace_id", name="pk_erasure_keys"),
         schema="memstore",
     )
+    op.execute(LEND_CREATE)
     op.execute(REDACTION_SQL)
     op.execute(REDACT_NODE_GRANT_SQL)
+    op.execute(TAKE_CREATE_BACK)
     op.execute(GUARDS_SQL)
     op.execute(CLEAR_PLAIN_HASHES_SQL)
     op.execute(COMPLETE_OLD_ERASURES_SQL)
 
 
 def downgrade() -> None:
+    op.execute(LEND_CREATE)
     op.execute(PREVIOUS_SQL)
     op.execute(REDACT_NODE_GRANT_SQL)
+    op.execute(TAKE_CREATE_BACK)
     for function in DROPPED:
         op.execute(f"DROP FUNCTION {function}")
     op.execute(

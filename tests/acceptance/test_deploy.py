@@ -132,7 +132,8 @@ def test_the_app_role_does_the_everyday_work(deployed, tmp_path):
     receipt = json.loads(cli("apply", str(batch), "--phase", "rumination", "--json"))
     assert receipt["applied"] and receipt["results"][0]["operation_id"] > 0
 
-    # Erasure is a library call (docs/security.md); as the service role.
+    # Erasure (now also `memstore redact`); as the service role, through the
+    # library.
     with MemoryStore.open(app) as store:
         ns = store.namespace(name)
         ns.redact(revised["id"], reason="test erasure", actor="dpo")
@@ -150,4 +151,4 @@ def test_the_app_role_does_the_everyday_work(deployed, tmp_path):
             "SELECT count(*) FROM memstore.redactions WHERE namespace_id = %s", ns_id
         ).fetchone()
     assert operations == [("record_short_term", "accepted")]
-    assert redactions == (1,)
+    assert redactions == (2,)  # the memory's two versions, each erased and recorded
