@@ -80,7 +80,7 @@ from memstore.tiers.procedures import Procedures
 from memstore.tiers.scratchpad import Scratchpad
 from memstore.tiers.summary import NamespaceSummary
 from memstore.tiers.timeline import Timeline
-from memstore.tx import NamespaceTransaction
+from memstore.tx import NamespaceTransaction, check_direct, check_kind
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -350,6 +350,7 @@ class Namespace:
         again returns the stored node, whatever its status.
         """
         item = validated(MemoryInput, content=content, **fields)
+        check_direct(item)  # lifecycle records and protected memories have their own doors
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
         vector = self.vectors([item], [text])  # outside the transaction: keep it short
         # One round trip: BEGIN, the namespace scope, the one statement that
@@ -365,7 +366,8 @@ class Namespace:
         if rows:
             return to_node(rows[0], self.name)
         # A concurrent writer stored the same memory after the statement's
-        # snapshot: a new transaction sees its node.
+        # snapshot: a new transaction sees its node. (Or the namespace policy
+        # refuses the kind: the statement wrote nothing, and this raises.)
         with self.transaction() as tx:
             return tx.remember_item(item, vector=vector)
 
@@ -393,6 +395,8 @@ class Namespace:
                 "items must be an iterable of texts, mappings or MemoryInputs", field="items"
             )
         parsed = [self._as_input(i, item) for i, item in enumerate(items)]
+        for i, p in enumerate(parsed):
+            check_direct(p, field=f"items[{i}].tier")
         limit = self.settings.max_content_bytes
         texts = [
             checked_content(p.content, limit=limit, field=f"items[{i}].content")
@@ -402,6 +406,9 @@ class Namespace:
         ids: list[int] = []
         with self.connection() as conn:
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
+            policy = NamespaceTransaction(self, conn).policy()
+            for i, p in enumerate(parsed):
+                check_kind(p, policy, field=f"items[{i}].kind")
             # The owner COPYs straight into the tables; a confined role cannot.
             direct = may_copy_directly(conn)
             for start in range(0, len(parsed), batch_size):

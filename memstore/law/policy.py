@@ -24,6 +24,8 @@ INTERVENTION = "intervention"
 AGENCY = "agency"
 CLUSTER = "cluster"
 POLICY = "policy"
+# The label of the namespace policy's node (tier ``policy``).
+POLICY_LABEL = "law"
 LIFECYCLE_TIERS = (SHORT_TERM, DURABLE, INCUBATION, IDENTITY, INTERVENTION, AGENCY, CLUSTER)
 
 
@@ -62,6 +64,9 @@ class NodeFacts(BaseModel):
     epistemic_tier: EpistemicTier | None = None
     disposition: Disposition | None = None
     spoken: bool = False
+    kind: str | None = None
+    current_id: int | None = None
+    """The current version of a superseded node."""
 
 
 class ProposalFacts(BaseModel):
@@ -97,6 +102,7 @@ __all__ = [
     "INTERVENTION",
     "LIFECYCLE_TIERS",
     "POLICY",
+    "POLICY_LABEL",
     "SHORT_TERM",
     "Facts",
     "NodeFacts",
