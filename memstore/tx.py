@@ -335,7 +335,7 @@ class NamespaceTransaction:
             if not found:
                 self.raise_missing(target_id)
             node = found[target_id]
-            if node.status is NodeStatus.SUPERSEDED:
+            if node.superseded_by is not None:  # whatever else became of it (redacted)
                 self._raise_superseded(target_id, "forget")
             protected = node.protected
             if protected and not self._may(Rights.PROTECTED):
