@@ -130,7 +130,10 @@ class NamespaceTransaction:
         locks: LineageLocks | None = None,
         _rights: Rights = Rights.NONE,
         _audit: Audit | None = None,
+        _key: object = None,
     ):
+        if _rights and _key is not _SANCTION_KEY:
+            raise PermissionError("rights are granted by memstore.lifecycle only")
         set_ = object.__setattr__
         set_(self, "namespace", namespace)
         set_(self, "conn", conn)
@@ -161,7 +164,7 @@ class NamespaceTransaction:
         if Rights.PROTECTED in rights and audit is None:
             raise ValueError("the PROTECTED right needs an audit callback")
         return NamespaceTransaction(
-            self.namespace, self.conn, locks=self.locks, _rights=rights, _audit=audit
+            self.namespace, self.conn, locks=self.locks, _rights=rights, _audit=audit, _key=key
         )
 
     def _may(self, right: Rights) -> bool:
