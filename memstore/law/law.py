@@ -26,7 +26,10 @@ The rules (docs/lifecycle.md explains each):
   never back (deprecated may be reached from any disposition);
 - lifecycle records are changed only by lifecycle operations, never by the
   generic ``revise`` / ``forget`` / ``remember``;
-- the namespace policy may refuse kinds and operations.
+- the namespace policy may refuse kinds and operations;
+- it fails closed: checks (:func:`_check`) and appliers are exhaustive matches
+  over the operation union ending in ``assert_never``, and anything that is not
+  one of the union's own types is rejected.
 """
 
 from __future__ import annotations
