@@ -131,6 +131,7 @@ class NamespaceTransaction:
         _rights: Rights = Rights.NONE,
         _audit: Audit | None = None,
         _key: object = None,
+        _memo: dict[str, Any] | None = None,
     ):
         if _rights and _key is not _SANCTION_KEY:
             raise PermissionError("rights are granted by memstore.lifecycle only")
@@ -143,6 +144,8 @@ class NamespaceTransaction:
         set_(self, "locks", locks or LineageLocks(conn, namespace.id))
         set_(self, "_rights", _rights)
         set_(self, "_audit", _audit)
+        # Read once per transaction (shared with its sanctioned twins).
+        set_(self, "_memo", _memo if _memo is not None else {})
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
@@ -164,7 +167,13 @@ class NamespaceTransaction:
         if Rights.PROTECTED in rights and audit is None:
             raise ValueError("the PROTECTED right needs an audit callback")
         return NamespaceTransaction(
-            self.namespace, self.conn, locks=self.locks, _rights=rights, _audit=audit, _key=key
+            self.namespace,
+            self.conn,
+            locks=self.locks,
+            _rights=rights,
+            _audit=audit,
+            _key=key,
+            _memo=object.__getattribute__(self, "_memo"),
         )
 
     def _may(self, right: Rights) -> bool:
@@ -210,11 +219,21 @@ class NamespaceTransaction:
         if not (self._may(Rights.LIFECYCLE) or self._may(Rights.PROTECTED)):
             check_direct(item, field=field)
         check_kind(item, self.policy())
+        if item.tier == POLICY:  # set_policy: the next read sees the new policy
+            object.__getattribute__(self, "_memo").pop("policy", None)
 
     def policy(self) -> Policy:
         """The namespace's current law policy (the default when none was set)."""
-        found = current_entries(self.conn, self.namespace, POLICY, label=POLICY_LABEL, limit=1)
-        return Policy.model_validate(found[0].data["policy"]) if found else Policy()
+        memo: dict[str, Any] = object.__getattribute__(self, "_memo")
+        if "policy" not in memo:
+            found = current_entries(
+                self.conn, self.namespace, POLICY, label=POLICY_LABEL, limit=1
+            )
+            memo["policy"] = (
+                Policy.model_validate(found[0].data["policy"]) if found else Policy()
+            )
+        policy: Policy = memo["policy"]
+        return policy
 
     def _remember(
         self, item: MemoryInput, text: str, vector: np.ndarray[Any, Any] | None
