@@ -425,3 +425,63 @@ def test_writers_on_a_few_memories_leave_no_corrupt_lineage(
         for entry in log:  # (thread, verb, node, other, outcome, server clock)
             print(entry)
         raise
+
+
+# --- the lifecycle law's own writes ------------------------------------------------------
+
+
+def durable_memory(ns: Namespace, claim: str) -> int:
+    thought = {**anatomy("deploys"), "claim_or_question": claim}
+    recorded = ns.apply([{"op": "record_short_term", "anatomy": thought}], phase="rumination")
+    source = recorded.results[0].nodes[0]
+    distilled = ns.apply(
+        [{"op": "distill", "sources": [source], "anatomy": anatomy("deploys")}], phase="sleep"
+    )
+    return distilled.results[0].nodes[0]
+
+
+def revise_durable(ns: Namespace, memory: int) -> object:
+    return ns.apply(
+        [{"op": "revise_durable", "node_id": memory, "reason": "r", "content": "changed"}],
+        phase="sleep",
+    )
+
+
+@pytest.mark.parametrize("law_first", [True, False], ids=["law-first", "redact-first"])
+def test_a_lifecycle_batch_and_a_redaction_of_its_memory_are_serialised(
+    store, database_url, law_first
+):
+    ns = store.namespace(f"race-law-{uuid.uuid4().hex[:8]}")
+    memory = durable_memory(ns, f"Deploys fail on Fridays {uuid.uuid4().hex[:6]}")
+    first = (lambda: revise_durable(ns, memory)) if law_first else (
+        lambda: ns.redact(memory, reason="erase")
+    )
+    second = (lambda: ns.redact(memory, reason="erase")) if law_first else (
+        lambda: revise_durable(ns, memory)
+    )
+    with Pause(engine_of(ns)) as pause:
+        one, first_outcome = start(first)
+        pause.thread = one
+        one.start()
+        wait_until(
+            lambda: pause.reached.is_set() or first_outcome.done.is_set(), "the first write"
+        )
+        assert first_outcome.error is None, first_outcome.error
+        two, second_outcome = start(second)
+        two.start()
+        wait_until(
+            lambda: waiting_on_lineage_lock(database_url) or second_outcome.done.is_set(),
+            "the second waited for the lock",
+        )
+        assert not second_outcome.done.is_set()
+        pause.release.set()
+        one.join(WAIT)
+        two.join(WAIT)
+    assert first_outcome.error is None and second_outcome.error is None
+    if law_first:
+        assert ns.get(memory).status.value == "redacted"
+    else:
+        receipt = second_outcome.result
+        assert not receipt.applied  # type: ignore[attr-defined]
+        assert "redacted" in (receipt.rejected[0].reason or "")  # type: ignore[attr-defined]
+        assert [n.id for n in ns.lineage(memory)] == [memory]
