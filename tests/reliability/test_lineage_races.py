@@ -485,3 +485,27 @@ def test_a_lifecycle_batch_and_a_redaction_of_its_memory_are_serialised(
         assert not receipt.applied  # type: ignore[attr-defined]
         assert "redacted" in (receipt.rejected[0].reason or "")  # type: ignore[attr-defined]
         assert [n.id for n in ns.lineage(memory)] == [memory]
+
+
+def test_clear_waits_for_a_revise_in_flight_and_leaves_no_live_successor(store, database_url):
+    ns = store.namespace(f"race-clear-{uuid.uuid4().hex[:8]}")
+    memory = ns.remember("Alice lives in Porto").id
+    with Pause(engine_of(ns)) as pause:
+        one, revised = start(lambda: run_verb(ns, "revise", memory, memory, "first"))
+        pause.thread = one
+        one.start()
+        wait_until(lambda: pause.reached.is_set() or revised.done.is_set(), "the revise")
+        two, cleared = start(lambda: ns.clear(reason="start over"))
+        two.start()
+        wait_until(
+            lambda: waiting_on_lineage_lock(database_url) or cleared.done.is_set(),
+            "clear waited for the lock",
+        )
+        assert not cleared.done.is_set()
+        pause.release.set()
+        one.join(WAIT)
+        two.join(WAIT)
+    assert revised.error is None and cleared.error is None
+    assert cleared.result == 1  # the new version, not the superseded one
+    assert [n.status.value for n in ns.lineage(memory)] == ["superseded", "tombstoned"]
+    assert_invariants(ns, database_url, lineage_redaction=False)
