@@ -204,6 +204,24 @@ class ProtectedNodeError(NodeStateError):
     """The node is protected (identity, values): only ``ns.cultivate(...)`` may change it."""
 
 
+class LifecycleRecordError(InvalidInputError):
+    """A direct verb (remember, revise, forget) aimed at a lifecycle record or the policy.
+
+    Lifecycle records (short-term, durable, incubation, identity, intervention,
+    agency, cluster) and the namespace policy change through lifecycle
+    operations only; ``use`` names the one to use (docs/lifecycle.md).
+    """
+
+    def __init__(self, message: str, *, field: str, use: str, node_id: int | None = None):
+        super().__init__(message, field=field)
+        self.use = use
+        self.node_id = node_id
+
+
+class PolicyRefusedError(InvalidInputError):
+    """The namespace policy refuses the write (e.g. a kind in ``refused_kinds``)."""
+
+
 class ProposalNotFoundError(NotFoundError):
     """No proposal with that id in this namespace."""
 

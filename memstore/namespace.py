@@ -85,7 +85,7 @@ from memstore.tiers.procedures import Procedures
 from memstore.tiers.scratchpad import Scratchpad
 from memstore.tiers.summary import NamespaceSummary
 from memstore.tiers.timeline import Timeline
-from memstore.tx import NamespaceTransaction
+from memstore.tx import NamespaceTransaction, check_direct, check_kind
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -485,6 +485,7 @@ class Namespace:
         # data first: a 50 MB document is refused after reading about the limit.
         checked_data(fields.get("data"), limit=self.settings.max_data_bytes)
         item = validated(MemoryInput, content=content, **fields)
+        check_direct(item)  # lifecycle records and protected memories have their own doors
         text = checked_content(item.content, limit=self.settings.max_content_bytes)
         ceiling = self._ceiling(None)
         check_privacy(item, ceiling)
@@ -507,7 +508,8 @@ class Namespace:
         if rows:
             return to_node(rows[0], self.name)
         # A concurrent writer stored the same memory after the statement's
-        # snapshot: a new transaction sees its node.
+        # snapshot: a new transaction sees its node. (Or the namespace policy
+        # refuses the kind: the statement wrote nothing, and this raises.)
         with self.transaction() as tx:
             return tx.remember_item(item, vector=vector)
 
@@ -536,8 +538,9 @@ class Namespace:
             )
         parsed = [self._as_input(i, item) for i, item in enumerate(items)]
         ceiling = self._ceiling(None)
-        for item in parsed:
-            check_privacy(item, ceiling)
+        for i, p in enumerate(parsed):
+            check_privacy(p, ceiling)
+            check_direct(p, field=f"items[{i}].tier")
         limit = self.settings.max_content_bytes
         texts = [
             checked_content(p.content, limit=limit, field=f"items[{i}].content")
@@ -552,6 +555,9 @@ class Namespace:
         with self.transaction() as tx:
             conn = tx.conn
             build_index_after = not cache.index_exists(conn, self.embedder.name, self.embedder.dims)
+            policy = NamespaceTransaction(self, conn).policy()
+            for i, p in enumerate(parsed):
+                check_kind(p, policy, field=f"items[{i}].kind")
             # The owner COPYs straight into the tables; a confined role cannot.
             direct = may_copy_directly(conn)
             for start in range(0, len(parsed), batch_size):

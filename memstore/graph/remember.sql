@@ -7,20 +7,33 @@
 -- memory one node: ON CONFLICT DO NOTHING skips a key already stored, and the
 -- last branch returns that stored node instead. Rows written by the CTEs are
 -- invisible to the rest of the statement, so exactly one branch answers.
+-- A kind the namespace policy refuses (its current policy node's
+-- data.policy.refused_kinds) writes nothing and returns no row: the caller's
+-- transaction path then raises PolicyRefusedError (memstore/tx.py check_kind).
 
 -- remember_node --
-WITH created AS (
+WITH refused AS (
+    SELECT FROM memstore.nodes p
+    WHERE p.namespace_id = %(ns)s AND p.tier = 'policy' AND p.label = 'law'
+      AND p.data -> 'policy' -> 'refused_kinds' ? %(kind)s
+      AND NOT EXISTS (SELECT FROM memstore.supersessions s
+                      WHERE s.namespace_id = %(ns)s AND s.old_id = p.id)
+      AND NOT EXISTS (SELECT FROM memstore.tombstones t
+                      WHERE t.namespace_id = %(ns)s AND t.node_id = p.id)
+      AND NOT EXISTS (SELECT FROM memstore.redactions r
+                      WHERE r.namespace_id = %(ns)s AND r.node_id = p.id)
+), created AS (
     INSERT INTO memstore.nodes (
         namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
         importance, confidence, decay_rate, privacy, protected, subject, scope, source,
         actor, run_id, observed_at, valid_from, valid_to
     )
-    VALUES (
+    SELECT
         %(ns)s, %(content_hash)s, %(kind)s, %(node_type)s, %(tier)s, %(layer)s, %(label)s,
         %(content)s, %(data)s, %(importance)s, %(confidence)s, %(decay_rate)s, %(privacy)s,
         %(protected)s, %(subject)s, %(scope)s, %(source)s, %(actor)s, %(run_id)s,
         %(observed_at)s, %(valid_from)s, %(valid_to)s
-    )
+    WHERE NOT EXISTS (SELECT FROM refused)
     ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
     RETURNING id, kind, node_type, tier, layer, label, content, data, importance, confidence,
               decay_rate, privacy, protected, subject, scope, source, actor, run_id,
@@ -66,3 +79,4 @@ WHERE n.namespace_id = %(ns)s AND n.kind = %(kind)s AND n.node_type = %(node_typ
   AND n.content_hash = %(content_hash)s
   AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
   AND NOT EXISTS (SELECT FROM created)
+  AND NOT EXISTS (SELECT FROM refused)

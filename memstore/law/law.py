@@ -26,15 +26,18 @@ The rules (docs/lifecycle.md explains each):
   never back (deprecated may be reached from any disposition);
 - lifecycle records are changed only by lifecycle operations, never by the
   generic ``revise`` / ``forget`` / ``remember``;
-- the namespace policy may refuse kinds and operations.
+- the namespace policy may refuse kinds and operations;
+- it fails closed: checks (:func:`_check`) and appliers are exhaustive matches
+  over the operation union ending in ``assert_never``, and anything that is not
+  one of the union's own types is rejected.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -70,10 +73,12 @@ from .ops import (
     parse_operation,
 )
 from .policy import (
+    AGENCY,
+    CLUSTER,
     DURABLE,
+    IDENTITY,
     INCUBATION,
     INTERVENTION,
-    LIFECYCLE_TIERS,
     POLICY,
     SHORT_TERM,
     Facts,
@@ -114,8 +119,80 @@ PERMITTED: dict[str, frozenset[str]] = {
     ),
 }
 PHASES: tuple[str, ...] = tuple(PERMITTED)
+# Applied only through an accepted proposal, in no phase of its own.
+PROPOSAL_ONLY = frozenset({"crystallize_identity"})
+# Every operation type the law judges: the members of the discriminated union.
+OPERATION_TYPES: frozenset[type[Any]] = frozenset(get_args(get_args(Operation)[0]))
 # What a proposal may carry: anything but the review verbs themselves.
 PROPOSABLE = frozenset(OP_NAMES) - {"propose", "accept_proposal", "reject_proposal"}
+
+# The door into each kind of lifecycle record: the one operation (or verb)
+# that writes, revises or retires it. The generic verbs, direct or as
+# operations, refuse these tiers and name the door instead.
+_DOORS: dict[str, dict[str, tuple[str, str]]] = {
+    SHORT_TERM: {
+        "remember": ("record_short_term", "rumination"),
+        "revise": ("distill", "sleep"),
+        "forget": ("prune_short_term", "sleep"),
+    },
+    DURABLE: {
+        "remember": ("distill", "sleep"),
+        "revise": ("revise_durable", "sleep"),
+        "forget": ("retire_durable", "sleep"),
+    },
+    INCUBATION: {
+        "remember": ("merge_into_incubation", "sleep"),
+        "revise": ("merge_into_incubation", "sleep"),
+        "forget": ("distill", "sleep"),
+    },
+    CLUSTER: {
+        "remember": ("cluster_short_term", "sleep"),
+        "revise": ("cluster_short_term", "sleep"),
+        "forget": ("cluster_short_term", "sleep"),
+    },
+    INTERVENTION: {
+        "remember": ("queue_candidate_intervention", "wake"),
+        "revise": ("mark_candidate_spoken", "wake"),
+        "forget": ("retire_candidate_intervention", "wake"),
+    },
+    AGENCY: {
+        "remember": ("upsert_agency_pressure", "wake"),
+        "revise": ("upsert_agency_pressure", "wake"),
+        "forget": ("retire_agency_pressure", "wake"),
+    },
+}
+
+
+def lifecycle_door(tier: str | None, verb: str) -> str | None:
+    """What to use instead of ``verb`` (remember, revise, forget) on a record of ``tier``.
+
+    None when ``tier`` is not a lifecycle tier (the generic verb may write it).
+
+    >>> lifecycle_door("short_term", "revise")
+    "ns.apply([{'op': 'distill', ...}], phase='sleep')"
+    >>> lifecycle_door("notes", "revise") is None
+    True
+    """
+    if tier == POLICY:
+        return "ns.set_policy(...)"
+    if tier == IDENTITY:
+        return {
+            "remember": "ns.apply([{'op': 'propose', 'operation': "
+            "{'op': 'crystallize_identity', ...}, ...}], phase='wake') and its review",
+            "revise": "ns.cultivate(node_id, content, ...)",
+            "forget": "ns.cultivate(node_id, retire=True, ...)",
+        }[verb]
+    door = _DOORS.get(tier or "", {}).get(verb)
+    if door is None:
+        return None
+    op, phase = door
+    return f"ns.apply([{{'op': '{op}', ...}}], phase='{phase}')"
+
+
+PROTECTED_DOOR = (
+    "protected memories are written only by crystallize_identity (through an accepted "
+    "proposal) and changed only by ns.cultivate(...)"
+)
 
 EPISTEMIC_ORDER: tuple[EpistemicTier, ...] = ("note", "lesson", "canonical")
 DISPOSITION_NEXT: dict[Disposition, frozenset[Disposition]] = {
@@ -220,6 +297,10 @@ def _judge_one(
 ) -> str | None:
     if isinstance(op, Unparsed):
         return f"not a valid operation: {op.reason}"
+    if type(op) not in OPERATION_TYPES:
+        # Only the union's own types are judged (a subclass or a look-alike
+        # could carry any op name): anything else is refused.
+        return f"{type(op).__name__} is not an operation of the law"
     if reason := _data_error(op, world.facts.data_limit):
         return reason
     if reason := _text_error(op, world.facts.content_limit, policy):
@@ -233,8 +314,7 @@ def _judge_one(
         return f"{op.op} needs review: submit it with op 'propose' and have it accepted"
     elif op.op not in PERMITTED[phase]:
         return f"phase {phase!r} does not permit {op.op} (it permits {_listed(PERMITTED[phase])})"
-    check = _CHECKS.get(type(op))
-    return check(op, world, policy, phase) if check else None
+    return _check(op, world, policy, phase)
 
 
 def _listed(names: frozenset[str]) -> str:
@@ -305,6 +385,8 @@ def _current(world: _World, node_id: int, *, tier: str | None = None) -> NodeFac
     node = _node(world, node_id)
     if isinstance(node, str):
         return node
+    if node.status is NodeStatus.SUPERSEDED and node.current_id is not None:
+        return f"node {node_id} is superseded: its current version is node {node.current_id}"
     if node.status is not NodeStatus.CURRENT:
         return f"node {node_id} is {node.status.value}"
     if tier is not None and node.tier != tier:
@@ -403,7 +485,9 @@ def _revise_durable(op: ReviseDurable, world: _World, policy: Policy, phase: str
     return None
 
 
-def _retire_in(tier: str) -> Any:
+def _retire_in(
+    tier: str,
+) -> Callable[[RetireDurable | RetireCandidateIntervention, _World, Policy, str], str | None]:
     """The check of an operation that retires one current, unprotected node of ``tier``."""
 
     def retire(
@@ -466,8 +550,7 @@ def _propose(op: Propose, world: _World, policy: Policy, phase: str) -> str | No
     # Judge the proposed operation against a copy of the world: it is not
     # applied now, but a proposal that could never be accepted is refused early.
     preview = world.copy()
-    check = _CHECKS.get(type(inner))
-    reason = check(inner, preview, policy, "review") if check else None
+    reason = _check(inner, preview, policy, "review")
     return f"the proposed {inner.op} would be rejected: {reason}" if reason else None
 
 
@@ -493,10 +576,10 @@ def _decide(
 def _remember(op: Remember, world: _World, policy: Policy, phase: str) -> str | None:
     if reason := _kind_refused(op.kind, policy):
         return reason
-    if op.tier in (*LIFECYCLE_TIERS, POLICY):
-        return f"tier {op.tier!r} is written only by lifecycle operations"
+    if door := lifecycle_door(op.tier, "remember"):
+        return f"tier {op.tier!r} is written only by lifecycle operations: use {door}"
     if op.protected:
-        return "protected nodes are written only by crystallize_identity or ns.cultivate(...)"
+        return PROTECTED_DOOR
     return None
 
 
@@ -507,6 +590,9 @@ def _link(op: Link, world: _World, policy: Policy, phase: str) -> str | None:
             return node
         if node.status in (NodeStatus.TOMBSTONED, NodeStatus.REDACTED):
             return f"node {end} is {node.status.value}: it cannot be linked"
+        if node.status is NodeStatus.SUPERSEDED:
+            current = f": its current version is node {node.current_id}" if node.current_id else ""
+            return f"node {end} is superseded{current} (both ends of an edge are current)"
     if world.nodes[op.dst].protected:
         return f"node {op.dst} is protected: nothing links into it but ns.cultivate(...)"
     return None
@@ -519,11 +605,11 @@ def _revise(op: Revise, world: _World, policy: Policy, phase: str) -> str | None
     node = _mutable(world, op.node_id)
     if isinstance(node, str):
         return node
-    if node.tier in LIFECYCLE_TIERS or node.tier == POLICY:
-        return f"node {op.node_id} is a {node.tier} record: use the lifecycle operations"
+    if door := lifecycle_door(node.tier, "revise"):
+        return f"node {op.node_id} is a {node.tier} record: use {door}"
     if unknown := set(op.changes) - _REVISABLE:
         return f"revise cannot change {', '.join(sorted(unknown))}"
-    if reason := _kind_refused(str(op.changes.get("kind", "")), policy):
+    if reason := _kind_refused(str(op.changes.get("kind", node.kind or "")), policy):
         return reason
     try:
         MemoryInput.model_validate({"content": op.content, **op.changes})
@@ -544,34 +630,60 @@ def _forget(op: Forget, world: _World, policy: Policy, phase: str) -> str | None
     node = _mutable(world, op.target_id)
     if isinstance(node, str):
         return node
-    if node.tier in LIFECYCLE_TIERS or node.tier == POLICY:
-        return f"node {op.target_id} is a {node.tier} record: use the lifecycle operations"
+    if door := lifecycle_door(node.tier, "forget"):
+        return f"node {op.target_id} is a {node.tier} record: use {door}"
     world.mark(op.target_id, NodeStatus.TOMBSTONED)
     return None
 
 
-_CHECKS: dict[type[Any], Any] = {
-    RecordShortTerm: _record_short_term,
-    ClusterShortTerm: _cluster,
-    PruneShortTerm: _prune,
-    Distill: _distill,
-    MergeIntoIncubation: _merge,
-    ReviseDurable: _revise_durable,
-    RetireDurable: _retire_in(DURABLE),
-    CrystallizeIdentity: _crystallize,
-    QueueCandidateIntervention: _queue,
-    RetireCandidateIntervention: _retire_in(INTERVENTION),
-    MarkCandidateSpoken: _mark_spoken,
-    UpsertAgencyPressure: _upsert_pressure,
-    RetireAgencyPressure: _retire_pressure,
-    Propose: _propose,
-    AcceptProposal: _decide,
-    RejectProposal: _decide,
-    Remember: _remember,
-    Link: _link,
-    Revise: _revise,
-    Forget: _forget,
-}
+def _check(op: Operation, world: _World, policy: Policy, phase: str) -> str | None:
+    """The check of ``op``'s type: why it is rejected, or None.
+
+    Exhaustive over the operation union: a new operation type without a case
+    here fails mypy (``assert_never``), and at run time raises rather than
+    passes (tests/unit/test_law.py walks the union).
+    """
+    match op:
+        case RecordShortTerm():
+            return _record_short_term(op, world, policy, phase)
+        case ClusterShortTerm():
+            return _cluster(op, world, policy, phase)
+        case PruneShortTerm():
+            return _prune(op, world, policy, phase)
+        case Distill():
+            return _distill(op, world, policy, phase)
+        case MergeIntoIncubation():
+            return _merge(op, world, policy, phase)
+        case ReviseDurable():
+            return _revise_durable(op, world, policy, phase)
+        case RetireDurable():
+            return _retire_in(DURABLE)(op, world, policy, phase)
+        case CrystallizeIdentity():
+            return _crystallize(op, world, policy, phase)
+        case QueueCandidateIntervention():
+            return _queue(op, world, policy, phase)
+        case RetireCandidateIntervention():
+            return _retire_in(INTERVENTION)(op, world, policy, phase)
+        case MarkCandidateSpoken():
+            return _mark_spoken(op, world, policy, phase)
+        case UpsertAgencyPressure():
+            return _upsert_pressure(op, world, policy, phase)
+        case RetireAgencyPressure():
+            return _retire_pressure(op, world, policy, phase)
+        case Propose():
+            return _propose(op, world, policy, phase)
+        case AcceptProposal() | RejectProposal():
+            return _decide(op, world, policy, phase)
+        case Remember():
+            return _remember(op, world, policy, phase)
+        case Link():
+            return _link(op, world, policy, phase)
+        case Revise():
+            return _revise(op, world, policy, phase)
+        case Forget():
+            return _forget(op, world, policy, phase)
+        case _:
+            assert_never(op)
 
 
 __all__ = [

@@ -24,6 +24,8 @@ INTERVENTION = "intervention"
 AGENCY = "agency"
 CLUSTER = "cluster"
 POLICY = "policy"
+# The label of the namespace policy's node (tier ``policy``).
+POLICY_LABEL = "law"
 LIFECYCLE_TIERS = (SHORT_TERM, DURABLE, INCUBATION, IDENTITY, INTERVENTION, AGENCY, CLUSTER)
 # The most operations any batch may hold, whatever a policy says (checked before
 # a batch is parsed); a policy's max_batch may only lower it.
@@ -70,6 +72,9 @@ class NodeFacts(BaseModel):
     epistemic_tier: EpistemicTier | None = None
     disposition: Disposition | None = None
     spoken: bool = False
+    kind: str | None = None
+    current_id: int | None = None
+    """The current version of a superseded node."""
 
 
 class ProposalFacts(BaseModel):
@@ -108,6 +113,7 @@ __all__ = [
     "LIFECYCLE_TIERS",
     "MAX_BATCH_CEILING",
     "POLICY",
+    "POLICY_LABEL",
     "SHORT_TERM",
     "Facts",
     "NodeFacts",

@@ -6,5 +6,6 @@ reads the facts they need, applies what they accept, and keeps the receipts.
 """
 
 from .review import Review
+from .rights import LAW, sanction
 
-__all__ = ["Review"]
+__all__ = ["LAW", "Review", "sanction"]

@@ -12,12 +12,11 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 import sqlalchemy as sa
 
 from memstore.db.schema import proposals
-from memstore.graph import lineage as lineage_sql
 from memstore.graph.rows import fetch_nodes
 from memstore.law.law import judge
 from memstore.law.ops import (
@@ -64,6 +63,7 @@ from memstore.models import MemoryInput, Node
 from ..tiers.common import current_entries, lock_key, remember_fresh
 from .audit import write_operations
 from .facts import load_facts, lock_proposals
+from .rights import LAW, sanction
 
 if TYPE_CHECKING:
     from memstore.tx import NamespaceTransaction
@@ -232,36 +232,60 @@ class Applying:
     """Writes accepted operations on one transaction."""
 
     def __init__(self, tx: NamespaceTransaction, *, actor: str, batch_id: str, phase: str):
-        self.tx = tx
+        # Lifecycle records are written by the law's appliers only: a
+        # sanctioned transaction (memstore/lifecycle/rights.py).
+        self.tx = sanction(tx, LAW)
         self.actor = actor
         self.batch_id = batch_id
         self.phase = phase
-        self._appliers: dict[type[Any], Callable[[Any], Written]] = {
-            RecordShortTerm: self.record_short_term,
-            ClusterShortTerm: self.cluster_short_term,
-            PruneShortTerm: self.prune_short_term,
-            Distill: self.distill,
-            MergeIntoIncubation: self.merge_into_incubation,
-            ReviseDurable: self.revise_durable,
-            RetireDurable: self.retire,
-            CrystallizeIdentity: self.crystallize_identity,
-            QueueCandidateIntervention: self.queue_candidate_intervention,
-            RetireCandidateIntervention: self.retire,
-            MarkCandidateSpoken: self.mark_candidate_spoken,
-            UpsertAgencyPressure: self.upsert_agency_pressure,
-            RetireAgencyPressure: self.retire_agency_pressure,
-            Propose: self.propose,
-            AcceptProposal: self.accept_proposal,
-            RejectProposal: self.reject_proposal,
-            Remember: self.remember,
-            Link: self.link,
-            Revise: self.revise,
-            Forget: self.forget,
-        }
 
     def apply(self, op: Operation) -> Written:
-        """Write one accepted operation; returns what it wrote."""
-        return self._appliers[type(op)](op)
+        """Write one accepted operation; returns what it wrote.
+
+        Exhaustive over the operation union: a type without an applier fails
+        mypy (``assert_never``) and raises at run time, so nothing is written.
+        """
+        match op:
+            case RecordShortTerm():
+                return self.record_short_term(op)
+            case ClusterShortTerm():
+                return self.cluster_short_term(op)
+            case PruneShortTerm():
+                return self.prune_short_term(op)
+            case Distill():
+                return self.distill(op)
+            case MergeIntoIncubation():
+                return self.merge_into_incubation(op)
+            case ReviseDurable():
+                return self.revise_durable(op)
+            case RetireDurable() | RetireCandidateIntervention():
+                return self.retire(op)
+            case CrystallizeIdentity():
+                return self.crystallize_identity(op)
+            case QueueCandidateIntervention():
+                return self.queue_candidate_intervention(op)
+            case MarkCandidateSpoken():
+                return self.mark_candidate_spoken(op)
+            case UpsertAgencyPressure():
+                return self.upsert_agency_pressure(op)
+            case RetireAgencyPressure():
+                return self.retire_agency_pressure(op)
+            case Propose():
+                return self.propose(op)
+            case AcceptProposal():
+                return self.accept_proposal(op)
+            case RejectProposal():
+                return self.reject_proposal(op)
+            case Remember():
+                return self.remember(op)
+            case Link():
+                return self.link(op)
+            case Revise():
+                return self.revise(op)
+            case Forget():
+                return self.forget(op)
+            case _:
+                assert_never(op)
 
     # --- helpers ------------------------------------------------------------------
 
@@ -272,9 +296,8 @@ class Applying:
         return self.tx.link(src, dst, relation=relation, weight=weight, actor=self.actor).id
 
     def _tombstone(self, node_id: int, reason: str) -> int:
-        return lineage_sql.tombstone(
-            self.tx.conn, self.tx.id, "node", node_id, reason=reason, actor=self.actor
-        )
+        # Locked, and its status read again, like every forget.
+        return self.tx.forget(node_id, reason=reason, actor=self.actor)
 
     def _account(self, ids: Sequence[int], reason: str) -> list[int]:
         return [self._tombstone(node_id, reason) for node_id in ids]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from memstore.db.schema import nodes, proposals
+from memstore.graph.lineage import current_versions
 from memstore.graph.rows import fetch_edges, fetch_nodes, within_ceiling
 from memstore.law.ops import (
     AcceptProposal,
@@ -22,7 +23,7 @@ from memstore.law.ops import (
 )
 from memstore.law.policy import AGENCY, Facts, NodeFacts, ProposalFacts
 from memstore.law.receipt import Proposal
-from memstore.models import DEFAULT_MAX_DATA_BYTES, Node
+from memstore.models import DEFAULT_MAX_DATA_BYTES, Node, NodeStatus
 from memstore.tiers.common import is_current
 
 if TYPE_CHECKING:
@@ -61,10 +62,12 @@ class _Refs:
             self.add(op.operation)
 
 
-def node_facts(node: Node) -> NodeFacts:
-    """The law's view of a node."""
+def node_facts(node: Node, current_id: int | None = None) -> NodeFacts:
+    """The law's view of a node (``current_id``: its current version, if superseded)."""
     data = node.data
     return NodeFacts(
+        kind=node.kind,
+        current_id=current_id,
         id=node.id,
         status=node.status,
         tier=node.tier,
@@ -94,10 +97,16 @@ def load_facts(
             refs.add(parse_operation(proposal.operation))
     # Ids beyond bigint are not ids of anything: the law reports them unknown.
     wanted = [i for i in refs.nodes if 0 < i < 2**63]
+    # Locked before their status is read (memstore/graph/locks.py): a direct
+    # forget, revise or redact of a named memory waits for the batch, or the
+    # batch is judged on what it wrote.
+    tx.locks.lock(wanted)
     known = fetch_nodes(tx.conn, tx.id, tx.name, wanted) if wanted else {}
+    superseded = [i for i, node in known.items() if node.status is NodeStatus.SUPERSEDED]
+    current = current_versions(tx.conn, tx.id, superseded) if superseded else {}
     edges = fetch_edges(tx.conn, tx.id, tx.name, [i for i in refs.edges if 0 < i < 2**63])
     return Facts(
-        nodes={node_id: node_facts(node) for node_id, node in known.items()},
+        nodes={node_id: node_facts(node, current.get(node_id)) for node_id, node in known.items()},
         edges={edge_id: not edge.tombstoned for edge_id, edge in edges.items()},
         pressure_keys=pressure_keys(tx, refs.keys),
         proposals={

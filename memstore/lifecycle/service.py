@@ -27,19 +27,27 @@ from memstore.law.consolidate import (
 )
 from memstore.law.law import PHASES
 from memstore.law.ops import ANCHOR_MISSING, Anatomy, Phase
-from memstore.law.policy import INCUBATION, MAX_BATCH_CEILING, POLICY, SHORT_TERM, Policy
+from memstore.law.policy import (
+    INCUBATION,
+    MAX_BATCH_CEILING,
+    POLICY,
+    POLICY_LABEL,
+    SHORT_TERM,
+    Policy,
+)
 from memstore.law.receipt import Receipt
 from memstore.models import MemoryInput, Node
+from memstore.tx import Rights
 
 from ..tiers.common import current_entries, lock_key, now, remember_fresh
 from .apply import Rejected, apply_in, digest
 from .audit import write_operations
+from .rights import LAW, sanction
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
     from memstore.tx import NamespaceTransaction
 
-POLICY_LABEL = "law"
 POLICY_TYPE = "NamespacePolicy"
 
 
@@ -259,37 +267,41 @@ def cultivate(
         raise InvalidInputError("cultivate either retires a node or revises it, not both")
     if not retire and content is None:
         raise InvalidInputError("cultivate needs the new content (or retire=True)", field="content")
+    # Digests, not text: redaction must be able to erase the words (see apply.digest).
+    payload = {
+        "node_id": node_id,
+        "content": None if content is None else digest(content),
+        "retire": retire,
+        "changes": digest(changes) if changes else None,
+    }
     with ns.transaction() as tx:
         node = tx.current(node_id)
         if not node.protected:
             raise InvalidInputError(
                 f"node {node_id} is not protected: use revise or forget", field="node_id"
             )
-        tx.cultivating = True
+
+        def audit(verb: str, target: int, result: int) -> None:
+            # The override records itself: no protected write without its row,
+            # written through memstore.record_operations like every audit row.
+            row = {
+                "op": "cultivate",
+                "phase": "cultivate",
+                "actor": who,
+                "outcome": "accepted",
+                "reason": reason,
+                "payload": payload,
+                "receipt": {"nodes": [result if verb == "revise" else target], "applied": True},
+            }
+            write_operations(tx.conn, tx.id, [row])
+
+        # Cultivating an identity node writes a protected lifecycle record.
+        cultivating = sanction(tx, Rights.PROTECTED | Rights.LIFECYCLE, audit=audit)
         if retire:
-            tx.forget(node_id, reason=reason, actor=who)
-            result = tx.node(node_id)
-        else:
-            assert content is not None
-            result = tx.revise(node_id, content, reason=reason, actor=who, **changes)
-        # Digests, not text: redaction must be able to erase the words (see apply.digest).
-        payload = {
-            "node_id": node_id,
-            "content": None if content is None else digest(content),
-            "retire": retire,
-            "changes": digest(changes) if changes else None,
-        }
-        row = {
-            "op": "cultivate",
-            "phase": "cultivate",
-            "actor": who,
-            "outcome": "accepted",
-            "reason": reason,
-            "payload": payload,
-            "receipt": {"nodes": [result.id], "applied": True},
-        }
-        write_operations(tx.conn, tx.id, [row])
-        return result
+            cultivating.forget(node_id, reason=reason, actor=who)
+            return tx.node(node_id)
+        assert content is not None
+        return cultivating.revise(node_id, content, reason=reason, actor=who, **changes)
 
 
 # --- the namespace policy -------------------------------------------------------------------
@@ -297,8 +309,7 @@ def cultivate(
 
 def read_policy(tx: NamespaceTransaction) -> Policy:
     """The namespace's current policy (the default when none was set)."""
-    found = current_entries(tx.conn, tx.namespace, POLICY, label=POLICY_LABEL, limit=1)
-    return Policy.model_validate(found[0].data["policy"]) if found else Policy()
+    return tx.policy()
 
 
 def set_policy(
@@ -315,7 +326,8 @@ def set_policy(
         ) from None
     data = {"policy": given.model_dump(mode="json")}
     content = "namespace policy: " + json.dumps(data["policy"], sort_keys=True)
-    with ns.transaction() as tx:
+    with ns.transaction() as plain:
+        tx = sanction(plain, LAW)  # the policy node is written by this verb only
         lock_key(tx, POLICY, POLICY_LABEL)
         current = current_entries(tx.conn, ns, POLICY, label=POLICY_LABEL, limit=1)
         if current and Policy.model_validate(current[0].data["policy"]) == given:

@@ -131,6 +131,8 @@ def clear(ns: Namespace, reason: str, actor: str | None) -> int:
     """
     reason = checked_reason(reason)
     with ns.transaction() as tx:
+        # Every memory at once: wait for each writer of one (lineage locks).
+        tx.locks.lock_namespace()
         done = tx.conn.execute(
             CLEAR, {"ns": ns.id, "reason": reason, "actor": actor or ns.settings.actor}
         )
