@@ -637,7 +637,8 @@ _STRUCTURE = {
     # Foreign keys name their referenced table, qualified or not by search_path:
     # compare them without the schema. NOT NULL is compared on the columns.
     "constraints": "SELECT c.relname, k.conname, k.contype::text,"
-    " regexp_replace(pg_get_constraintdef(k.oid), 'REFERENCES (\\w+\\.)?', 'REFERENCES '),"
+    " regexp_replace(regexp_replace(pg_get_constraintdef(k.oid), 'REFERENCES (\\w+\\.)?',"
+    "   'REFERENCES '), ' NOT VALID$', ''),"
     " k.convalidated, k.condeferrable, k.condeferred"
     " FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid"
     " WHERE c.relnamespace = {ns} AND k.contype <> 'n'",
