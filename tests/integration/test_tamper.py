@@ -23,6 +23,7 @@ from psycopg import sql
 
 from memstore.db import integrity, roles
 from memstore.db.engine import create_engine
+from memstore.db.sqlfiles import sql_files
 from memstore.embedding.cache import ensure_index
 
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))
@@ -38,7 +39,7 @@ def _apply_roles(url: str) -> None:
 @pytest.fixture(scope="module")
 def roles_url(make_database) -> str:
     """A migrated database with `memstore db roles --apply` run on it."""
-    url = make_database()
+    url: str = make_database()
     _apply_roles(url)
     return url
 
@@ -720,8 +721,7 @@ def test_objects_sql_defines_are_picked_up_from_sql(engine, monkeypatch, tmp_pat
     plant = f"{function}; {grants}"
     found = _planted(engine, plant)
     assert any(f.code == "function-unknown" for f in found)
-    original = integrity.sql_files
-    monkeypatch.setattr(integrity, "sql_files", lambda: [*original(), extra])
+    monkeypatch.setattr("memstore.db.integrity.sql_files", lambda: [*sql_files(), extra])
     assert _planted(engine, plant) == []
     # Still compared: the same function granted to PUBLIC is noticed.
     found = _planted(
