@@ -146,6 +146,8 @@ CODES: dict[str, str] = {
     " roles.py (or sql/) does not grant",
     "stranger-privilege": "a role other than memstore's holds a privilege on a memstore object",
     "privilege-missing": "memstore_app or memstore_reader lacks a privilege roles.py grants",
+    "default-privilege": "ALTER DEFAULT PRIVILEGES (in schema memstore, or of the migrating role)"
+    " would grant the next migration's objects to others",
     "role-attribute": "a memstore role has an attribute roles.py does not give it (SUPERUSER,"
     " BYPASSRLS, LOGIN …)",
     "role-membership": "memstore_app or memstore_reader is a member of another role",
@@ -209,9 +211,15 @@ def normalised_trigger(statement: str) -> str:
     return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
 
 
+_DOLLAR = re.compile(r"\$[A-Za-z_]*\$")
+
+
 def _dollar_body(statement: str) -> str:
-    start = statement.index("$$") + 2
-    return statement[start : statement.index("$$", start)]
+    """The first dollar-quoted body of a statement ('' for a BEGIN ATOMIC body)."""
+    if (m := _DOLLAR.search(statement)) is None:
+        return ""
+    start = m.end()
+    return statement[start : statement.index(m.group(), start)]
 
 
 def _words(statement: str) -> str:
@@ -227,7 +235,8 @@ def definitions() -> Definitions:
             if m := _TRIGGER.match(bare):
                 found.triggers[(m.group(2), m.group(1))] = statement
             elif m := _FUNCTION.match(bare):
-                definer = "SECURITY DEFINER" in bare[: bare.index("$$")]
+                header = bare[: m2.start()] if (m2 := _DOLLAR.search(bare)) else bare
+                definer = "SECURITY DEFINER" in header
                 found.functions[m.group(2)] = (_dollar_body(statement), definer)
                 found.routines.append(statement)
             elif m := _POLICY.match(bare):
@@ -245,7 +254,8 @@ def definitions() -> Definitions:
             elif m := _RULE.match(bare):
                 found.rules.add((m.group(2), m.group(1)))
             elif m := _OBJECT.match(bare):
-                found.objects.add((_words(m.group(1)).upper(), m.group(2)))
+                kind = _words(m.group(1)).upper()
+                found.objects.add(("TYPE" if kind == "DOMAIN" else kind, m.group(2)))
     return found
 
 
@@ -401,7 +411,8 @@ def _functions_in(conn: Connection, namespace: str) -> dict[Signature, tuple[Any
         conn,
         (
             "SELECT {columns} FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang"
-            " WHERE p.pronamespace = {ns}"
+            " WHERE p.pronamespace = {ns} AND NOT EXISTS (SELECT 1 FROM pg_depend e"
+            "   WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e')"
         )
         .replace("{columns}", _FUNCTION_COLUMNS)
         .replace("{ns}", namespace),
@@ -468,6 +479,8 @@ def _function_problems(
                 Finding("function-changed", f"{name} differs from sql/: {'; '.join(changed)}")
             )
     for key in sorted(set(live) - set(reference)):
+        if ("AGGREGATE", key[0]) in expected.objects:
+            continue
         have = live[key]
         definer = " (SECURITY DEFINER: it runs with its owner's rights)" if have[2] else ""
         problems.append(
@@ -892,6 +905,9 @@ def _stranger_problems(conn: Connection, expected: Definitions) -> list[Finding]
     known = {("TABLE", f"memstore.{t}") for t in tables}
     known |= {("VIEW", f"memstore.{v}") for v in expected.views}
     known |= {(kind, f"memstore.{name}") for kind, name in expected.objects}
+    # Migration 0001 creates pgvector wherever the migrating role's search_path
+    # puts it (usually public): in schema memstore it is expected too.
+    known.add(("EXTENSION", "vector"))
     problems = []
     for kind, name, owned_by in _rows(conn, _OBJECTS):
         if (kind, name) in known or (kind == "SEQUENCE" and owned_by in tables):
@@ -924,18 +940,24 @@ def _stranger_problems(conn: Connection, expected: Definitions) -> list[Finding]
 _OWNED = """
 SELECT 'schema', 'memstore', pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'memstore'
 UNION ALL
-SELECT CASE relkind WHEN 'v' THEN 'view' WHEN 'S' THEN 'sequence' WHEN 'm' THEN 'materialized view'
-                    WHEN 'c' THEN 'type' ELSE 'table' END,
-       'memstore.' || relname, pg_get_userbyid(relowner)
-FROM pg_class WHERE relnamespace = 'memstore'::regnamespace
-  AND relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
+SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'S' THEN 'sequence'
+                      WHEN 'm' THEN 'materialized view' WHEN 'c' THEN 'type' ELSE 'table' END,
+       'memstore.' || c.relname, pg_get_userbyid(c.relowner)
+FROM pg_class c WHERE c.relnamespace = 'memstore'::regnamespace
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_class'::regclass
+                  AND e.objid = c.oid AND e.deptype = 'e')
 UNION ALL
-SELECT 'function', oid::regprocedure::text, pg_get_userbyid(proowner)
-FROM pg_proc WHERE pronamespace = 'memstore'::regnamespace
+SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner)
+FROM pg_proc p WHERE p.pronamespace = 'memstore'::regnamespace
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass
+                  AND e.objid = p.oid AND e.deptype = 'e')
 UNION ALL
 SELECT 'type', 'memstore.' || t.typname, pg_get_userbyid(t.typowner) FROM pg_type t
 WHERE t.typnamespace = 'memstore'::regnamespace AND t.typrelid = 0
   AND NOT EXISTS (SELECT 1 FROM pg_type a WHERE a.typarray = t.oid)
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_type'::regclass
+                  AND e.objid = t.oid AND e.deptype = 'e')
 """
 
 
@@ -1000,6 +1022,8 @@ SELECT CASE c.relkind WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'
 FROM pg_class c CROSS JOIN LATERAL aclexplode(coalesce(c.relacl,
      acldefault(CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END::"char", c.relowner))) a
 WHERE c.relnamespace = 'memstore'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_class'::regclass
+                  AND e.objid = c.oid AND e.deptype = 'e')
 UNION ALL
 SELECT 'column', 'memstore.' || c.relname || '.' || t.attname, pg_get_userbyid(c.relowner),
        CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
@@ -1013,6 +1037,8 @@ SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner),
        a.privilege_type, a.is_grantable
 FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
 WHERE p.pronamespace = 'memstore'::regnamespace
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass
+                  AND e.objid = p.oid AND e.deptype = 'e')
 UNION ALL
 SELECT 'schema', 'memstore', pg_get_userbyid(n.nspowner),
        CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type,
@@ -1244,6 +1270,36 @@ def _privilege_problems(
     return problems
 
 
+def _default_privilege_problems(conn: Connection, owner: str | None) -> list[Finding]:
+    """ALTER DEFAULT PRIVILEGES that would hand the next migration's objects to others."""
+    problems = []
+    for role, scope, kind, grantee, privilege in _rows(
+        conn,
+        "SELECT pg_get_userbyid(d.defaclrole),"
+        " CASE WHEN d.defaclnamespace = 0 THEN 'every schema' ELSE 'schema memstore' END,"
+        " CASE d.defaclobjtype WHEN 'r' THEN 'tables' WHEN 'S' THEN 'sequences'"
+        "   WHEN 'f' THEN 'functions' WHEN 'T' THEN 'types' ELSE 'schemas' END,"
+        " CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,"
+        " a.privilege_type"
+        " FROM pg_default_acl d CROSS JOIN LATERAL aclexplode(d.defaclacl) a"
+        " WHERE (d.defaclnamespace = 'memstore'::regnamespace"
+        "        OR (d.defaclnamespace = 0 AND pg_get_userbyid(d.defaclrole) = :owner))"
+        "   AND a.grantee <> d.defaclrole"
+        "   AND NOT (a.grantee = 0 AND d.defaclobjtype = 'f' AND a.privilege_type = 'EXECUTE')"
+        "   AND NOT (a.grantee = 0 AND d.defaclobjtype = 'T' AND a.privilege_type = 'USAGE')"
+        " ORDER BY 1, 2, 3, 4, 5",
+        owner=owner or "",
+    ):
+        problems.append(
+            Finding(
+                "default-privilege",
+                f"default privileges of role {role} in {scope} give {grantee} {privilege}"
+                f" on new {kind}: the next migration's objects would carry it",
+            )
+        )
+    return problems
+
+
 # --------------------------------------------------------------------------- roles
 
 # Database-wide settings (for every role) that lock the service out.
@@ -1377,6 +1433,7 @@ def findings(conn: Connection) -> list[Finding]:
         *_stranger_problems(conn, expected),
         *_owner_problems(conn, expected, owner),
         *_privilege_problems(conn, expected, role_defs, signatures, owner, existing),
+        *_default_privilege_problems(conn, owner),
         *_role_problems(conn, role_defs, existing),
     ]
 

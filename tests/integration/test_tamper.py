@@ -185,6 +185,12 @@ PLANTS = [
         "privilege-missing",
         "memstore_app lacks INSERT on table memstore.nodes",
     ),
+    (
+        "default-privileges",
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA memstore GRANT SELECT ON TABLES TO PUBLIC",
+        "default-privilege",
+        "in schema memstore give PUBLIC SELECT on new tables",
+    ),
     # roles
     (
         "redactor-to-app",
