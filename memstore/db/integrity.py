@@ -68,7 +68,9 @@ from memstore.db import roles
 from memstore.db.schema import SCHEMA, metadata
 from memstore.db.sqlfiles import mask_quoted, split_statements, sql_files
 
-_TRIGGER = re.compile(r"CREATE\s+OR\s+REPLACE\s+TRIGGER\s+(\w+)\s.*?\sON\s+memstore\.(\w+)\s", re.S)
+_TRIGGER = re.compile(
+    r"CREATE\s+(?:OR\s+REPLACE\s+)?TRIGGER\s+(\w+)\s.*?\sON\s+memstore\.(\w+)\s", re.S
+)
 _FUNCTION = re.compile(
     r"CREATE\s+(?:OR\s+REPLACE\s+)?(FUNCTION|PROCEDURE)\s+memstore\.(\w+)\s*\(", re.S | re.I
 )
@@ -207,7 +209,7 @@ def normalised_trigger(statement: str) -> str:
     "CREATE TRIGGER t BEFORE DELETE ON memstore.x FOR EACH ROW EXECUTE FUNCTION memstore.f('a')"
     """
     text = re.sub(r"\s+", " ", statement.strip())
-    text = re.sub(r"^CREATE OR REPLACE TRIGGER", "CREATE TRIGGER", text)
+    text = re.sub(r"^CREATE (?:OR REPLACE )?TRIGGER", "CREATE TRIGGER", text)
     return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
 
 

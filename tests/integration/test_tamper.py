@@ -740,3 +740,29 @@ def test_every_code_is_documented():
     text = (Path(__file__).parents[2] / "docs" / "security.md").read_text()
     for code in integrity.CODES:
         assert f"`{code}`" in text, code
+
+
+def test_grants_replay_in_order_like_the_server(engine, monkeypatch):
+    # roles.py's statements are replayed as PostgreSQL runs them: a schema-wide
+    # grant, then a narrower REVOKE, then a REVOKE of the grant option only.
+    added = (
+        "GRANT SELECT ON ALL TABLES IN SCHEMA memstore TO memstore_reader;\n"
+        "REVOKE SELECT ON memstore.node_state FROM memstore_reader;\n"
+        "GRANT INSERT ON memstore.activations TO memstore_reader WITH GRANT OPTION;\n"
+        "REVOKE GRANT OPTION FOR INSERT ON memstore.activations FROM memstore_reader;\n"
+    )
+    original = roles.roles_sql
+    monkeypatch.setattr(roles, "roles_sql", lambda: original() + added)
+    assert _planted(engine, added) == []
+    found = _planted(engine, added + "GRANT SELECT ON memstore.node_state TO memstore_reader")
+    assert [str(f) for f in found] == [
+        "[role-privilege] memstore_reader has SELECT on table memstore.node_state, which"
+        " roles.py does not grant"
+    ]
+    found = _planted(
+        engine, added + "GRANT INSERT ON memstore.activations TO memstore_reader WITH GRANT OPTION"
+    )
+    assert [str(f) for f in found] == [
+        "[role-privilege] memstore_reader has the grant option for INSERT on table"
+        " memstore.activations, which roles.py does not grant"
+    ]
