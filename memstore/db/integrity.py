@@ -22,8 +22,8 @@ the object. What is expected always comes from one source, never from a copy:
   built in ``pg_temp`` in a rolled-back savepoint and their columns (type,
   NOT NULL, default, identity), constraints (primary keys, foreign keys,
   checks, unique, validated, deferrable) and indexes compared with the live
-  ones; the triggers that enforce foreign keys are enabled; tables are logged
-  and take part in no inheritance;
+  ones, and the identity sequences' bounds; the triggers that enforce foreign
+  keys are enabled; tables are logged and take part in no inheritance;
 - **strangers**: every object in schema ``memstore`` — tables, views,
   sequences, functions, procedures, aggregates, types, operators, operator
   classes, collations, text-search objects, statistics, extensions — and
@@ -40,7 +40,9 @@ the object. What is expected always comes from one source, never from a copy:
   functions sql/ does not revoke; anything more — for PUBLIC, the memstore
   roles or any other role, column privileges and grant options included — is
   a finding, and so is a privilege roles.py grants that ``memstore_app`` or
-  ``memstore_reader`` lacks, once roles were applied to this database;
+  ``memstore_reader`` lacks, once roles were applied to this database; no
+  ``ALTER DEFAULT PRIVILEGES`` (in schema memstore, or of the migrating role)
+  hands the next migration's objects to others;
 - **roles** from roles.py: the attributes it sets (``NOSUPERUSER``,
   ``NOBYPASSRLS``, ``NOLOGIN`` for ``memstore_redactor`` …), the memberships
   it grants (``memstore_redactor`` only to ``memstore_owner``; the confined
@@ -135,6 +137,8 @@ CODES: dict[str, str] = {
     " deferrable)",
     "constraint-unknown": "a table has a constraint the metadata does not define",
     "constraint-disabled": "the triggers that enforce a foreign key are disabled",
+    "sequence-changed": "an identity sequence's increment, bounds, cycling or type differ from"
+    " the metadata",
     "index-missing": "an index of the metadata is gone",
     "index-changed": "an index differs from the metadata, or is invalid",
     "index-unknown": "an index neither the metadata nor an embedding model's HNSW index",
@@ -657,6 +661,15 @@ _STRUCTURE = {
     " k.convalidated, k.condeferrable, k.condeferred"
     " FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid"
     " WHERE c.relnamespace = {ns} AND k.contype <> 'n'",
+    # The identity sequences behind the id columns: a MAXVALUE reached or CYCLE
+    # locks inserts out or reuses ids.
+    "sequences": "SELECT c.relname || '.' || a.attname, c.relname, s.seqincrement, s.seqmin,"
+    " s.seqmax, s.seqcycle, s.seqtypid::regtype::text"
+    " FROM pg_sequence s JOIN pg_depend d ON d.classid = 'pg_class'::regclass"
+    "   AND d.objid = s.seqrelid AND d.deptype = 'i'"
+    " JOIN pg_class c ON c.oid = d.refobjid"
+    " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.refobjsubid"
+    " WHERE c.relnamespace = {ns}",
     # Indexes that do not back a primary key or unique constraint (those are constraints).
     "indexes": "SELECT ic.relname, c.relname,"
     " regexp_replace(pg_get_indexdef(i.indexrelid), ' ON \\S+ USING ',"
@@ -830,6 +843,25 @@ def _structure_problems(conn: Connection) -> list[Finding]:
                 f"index memstore.{index} is not defined in the metadata: {definition}",
             )
         )
+
+    want_sequences, have_sequences = keyed(want["sequences"], 1, 1), keyed(have["sequences"], 1, 1)
+    labels = ("increment", "minimum", "maximum", "cycle", "type")
+    for (column,), wanted_sequence in sorted(want_sequences.items()):
+        live_sequence = have_sequences.get((column,))
+        if live_sequence is None:
+            continue  # the column's own comparison names a lost identity
+        changed = [
+            f"{label} {live_sequence[i]!s} (metadata: {wanted_sequence[i]!s})"
+            for i, label in enumerate(labels, start=1)
+            if live_sequence[i] != wanted_sequence[i]
+        ]
+        if changed:
+            problems.append(
+                Finding(
+                    "sequence-changed",
+                    f"the identity sequence of memstore.{column} differs: {'; '.join(changed)}",
+                )
+            )
 
     for child, parent in _rows(
         conn,
