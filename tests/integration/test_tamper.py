@@ -247,7 +247,7 @@ PLANTS = [
         "role memstore_redactor has LOGIN",
     ),
     (
-        "owner-createrole",
+        "owner-bypassrls",
         "ALTER ROLE memstore_owner BYPASSRLS",
         "role-attribute",
         "role memstore_owner has BYPASSRLS",
