@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,22 +78,42 @@ def db_current(ctx: typer.Context) -> None:
 
 
 @db_app.command("check")
-def db_check(ctx: typer.Context) -> None:
-    """Exit 1 unless the schema is at the package's revision and its guards match sql/.
+def db_check(
+    ctx: typer.Context,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the findings as JSON on stdout.")
+    ] = False,
+) -> None:
+    """Exit 1 unless the schema is at the package's revision and nothing was tampered with.
 
-    Guards: every append-only trigger (present, enabled, as defined), the
-    functions sql/ defines, row-level security and its policies on every
-    table, and the operator views' security_invoker (docs/security.md).
+    Compares the live database with sql/, the metadata and roles.py: triggers,
+    functions (body, SECURITY DEFINER, search_path), row-level security and
+    policies, views, columns, constraints and indexes, objects sql/ does not
+    define, owners, privileges (PUBLIC, the memstore roles, other roles), role
+    attributes, memberships and settings. Each finding is printed with its
+    code (docs/security.md lists them and what to do).
     """
     with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
         migrate.require_current(conn)
-        found = integrity.problems(conn)
-    for problem in found:
-        err.print(f"error: {problem}", highlight=False)
+        found = integrity.findings(conn)
+    if as_json:
+        report = {
+            "revision": migrate.head_revision(),
+            "ok": not found,
+            "findings": [f.as_dict() for f in found],
+        }
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        for finding in found:
+            err.print(f"error: {finding}", highlight=False)
     if found:
         raise typer.Exit(1)
-    out.print(f"database schema is current (revision {migrate.head_revision()})")
-    out.print("triggers, functions, row-level security and views: all guards match sql/")
+    if not as_json:
+        out.print(f"database schema is current (revision {migrate.head_revision()})")
+        out.print(
+            "guards, structure, objects, owners, privileges and roles: all match sql/,"
+            " the metadata and roles.py"
+        )
 
 
 @db_app.command("roles")

@@ -57,7 +57,7 @@ def test_a_migrated_database_passes(check, database_url):
     assert check() == []
     done = _cli_check(database_url)
     assert done.returncode == 0, done.stderr
-    assert "guards match sql/" in done.stdout
+    assert "all match sql/, the metadata and roles.py" in done.stdout
 
 
 def test_a_disabled_trigger_fails_the_check_by_name(check, conn, database_url):
