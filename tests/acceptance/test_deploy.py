@@ -99,7 +99,7 @@ def test_the_owner_has_only_the_documented_rights(deployed):
 def test_db_check_is_green_after_the_documented_steps(deployed):
     _, owner, _ = deployed
     out = ok("db", "check", url=owner)
-    assert "all guards match" in out
+    assert "all match sql/, the metadata and roles.py" in out
 
 
 def test_the_app_role_does_the_everyday_work(deployed, tmp_path):

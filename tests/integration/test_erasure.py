@@ -108,17 +108,18 @@ def _plant(ns: Namespace) -> Memory:
         actor=f"actor-{t}",
         run_id=f"run-{t}",
     )
+    # Edges both ways, on each version while it was current (they stay on it
+    # once it is superseded), one of them forgotten.
+    provenance = dict(source=f"src-{t}", actor=f"linker-{t}", run_id=f"run-{t}")
     first = ns.remember(f"Maya told me {t} about her diagnosis", **fields)
+    ns.link(first.id, bystander, relation=f"rel-{t}", **provenance)
     second = ns.revise(
         first.id, f"Maya said {t} again", reason=f"corrected {t}", actor=f"reviser-{t}"
     )
-    third = ns.revise(second.id, f"Maya's {t} third version", reason=f"because {t}")
-    # Edges both ways, on old and current versions, one of them forgotten.
-    provenance = dict(source=f"src-{t}", actor=f"linker-{t}", run_id=f"run-{t}")
-    ns.link(first.id, bystander, relation=f"rel-{t}", **provenance)
-    ns.link(bystander, third.id, relation=f"back-{t}", **provenance)
     doomed = ns.link(second.id, bystander, relation=f"gone-{t}", **provenance)
     ns.forget(doomed.id, target="edge", reason=f"edge forgotten {t}", actor=f"forgetter-{t}")
+    third = ns.revise(second.id, f"Maya's {t} third version", reason=f"because {t}")
+    ns.link(bystander, third.id, relation=f"back-{t}", **provenance)
     # Lifecycle operations that name it: a link, and a revision written by the law
     # (a fourth, newer version).
     receipt = ns.apply(

@@ -80,6 +80,8 @@ HELPERS: dict[str, dict[str, str]] = {
     },
     "NamespaceTransaction": {
         "raise_missing": "raises the not-found error; reads nothing",
+        "sanctioned": "hands the lifecycle package this transaction with rights; reads nothing",
+        "policy": "the law's policy, read under the transaction's declared ceiling",
     },
     "Procedures": {"steps": "types a node's steps; reads no database"},
 }
