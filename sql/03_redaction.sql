@@ -504,3 +504,36 @@ ALTER FUNCTION memstore.redact_lineage(bigint, bigint, text, text, boolean)
 REVOKE ALL ON FUNCTION memstore.redact_node(bigint, bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO CURRENT_USER;
 ALTER FUNCTION memstore.redact_node(bigint, bigint, text, text) OWNER TO memstore_redactor;
+
+-- The embeddings cache keeps no vector of an erased version. A vector is
+-- computed from a node's text outside the transaction that erases it: a
+-- rebuild reads the text, an erasure commits, then the rebuild writes the
+-- vector (and, as its source_hash, a plain sha256 of the erased text). This
+-- trigger locks the node row FOR KEY SHARE, as the foreign key's check would,
+-- so it waits for an erasure in flight (redact_lineage locks the versions FOR
+-- UPDATE), and then, seeing the committed redactions row, drops the vector
+-- quietly: the text it was computed from is gone. An erasure that starts after
+-- the vector was written waits on the same lock and deletes it.
+-- SECURITY DEFINER: the service role may not lock nodes (no UPDATE on them),
+-- and the row may be above the transaction's privacy ceiling.
+CREATE OR REPLACE FUNCTION memstore.keep_no_erased_vector() RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM 1 FROM memstore.nodes n
+    WHERE n.namespace_id = NEW.namespace_id AND n.id = NEW.node_id
+    FOR KEY SHARE;
+    IF EXISTS (SELECT 1 FROM memstore.redactions r
+               WHERE r.namespace_id = NEW.namespace_id AND r.node_id = NEW.node_id) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION memstore.keep_no_erased_vector() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER keep_no_erased_vector BEFORE INSERT OR UPDATE ON memstore.embeddings
+    FOR EACH ROW EXECUTE FUNCTION memstore.keep_no_erased_vector();

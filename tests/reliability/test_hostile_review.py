@@ -1,0 +1,114 @@
+"""A hostile review of issue 17's trust work: cases the first review did not name.
+
+Each test here was written failing, against the merged work, before its fix.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from memstore.embedding import cache
+from memstore.embedding.base import Vectors
+from memstore.embedding.hashing import HashingEmbedder
+from memstore.store import MemoryStore
+
+WAIT = 60.0  # seconds: generous, the machine is shared; a pass never waits this long
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
+
+
+class RacingEmbedder(HashingEmbedder):
+    """A second model (so a rebuild has work) that runs ``hook`` once while it embeds."""
+
+    def __init__(self, hook: Callable[[], None]) -> None:
+        super().__init__(dims=32)
+        self.hook: Callable[[], None] | None = hook
+
+    @property
+    def name(self) -> str:
+        return "racing-32-v1"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return super().embed(texts)
+
+
+def vectors_of(database_url: str, node_id: int) -> list[tuple[str, bytes]]:
+    """Every cached vector of ``node_id`` (any model), read past row-level security."""
+    with psycopg.connect(database_url) as conn:
+        return [
+            (str(model), bytes(source_hash))
+            for model, source_hash in conn.execute(
+                "SELECT model, source_hash FROM memstore.embeddings WHERE node_id = %s",
+                (node_id,),
+            ).fetchall()
+        ]
+
+
+def test_a_rebuild_that_read_a_memory_before_its_erasure_stores_no_vector_of_it(
+    store, database_url
+):
+    """A rebuild reads a memory's text, the memory is erased and committed, then the
+    rebuild writes: the vector (and the plain sha256 of the erased text it carries as
+    source_hash) must not land in the cache of an erased memory."""
+    name = f"race-{uuid.uuid4().hex[:8]}"
+    memory = store.namespace(name).remember("zqxembedrace the erased words").id
+
+    def redact_now() -> None:
+        store.namespace(name).redact(memory, reason="request")
+
+    with MemoryStore.open(database_url, embedder=RacingEmbedder(redact_now)) as racing:
+        racing.namespace(name).rebuild_embeddings()
+    assert vectors_of(database_url, memory) == []
+
+
+def test_an_erasure_waits_for_a_vector_written_before_it_and_deletes_it(store, database_url):
+    """The other order: the vector is written (not yet committed) before the erasure
+    starts; the erasure must see it and delete it rather than pass it by."""
+    ns = store.namespace(f"race-{uuid.uuid4().hex[:8]}")
+    memory = ns.remember("zqxembedrace2 the erased words").id
+    embedder = HashingEmbedder(dims=16)
+    text = "zqxembedrace2 the erased words"
+    outcome: dict[str, BaseException | None] = {}
+
+    def redact() -> None:
+        try:
+            ns.redact(memory, reason="request")
+            outcome["error"] = None
+        except BaseException as exc:  # reported below
+            outcome["error"] = exc
+
+    with ns.connection() as conn:
+        cache.upsert_vectors(conn, ns.id, embedder.name, [memory], [text], embedder.embed([text]))
+        thread = threading.Thread(target=redact, daemon=True)
+        thread.start()
+        # Either the erasure finishes (and so passed the uncommitted vector by) or it
+        # waits for this transaction: both are seen before this one commits.
+        wait_until(
+            lambda: not thread.is_alive() or waiting_on_a_lock(database_url),
+            "the erasure finished or waits",
+        )
+    thread.join(WAIT)
+    assert outcome.get("error") is None
+    assert vectors_of(database_url, memory) == []
+
+
+def waiting_on_a_lock(database_url: str) -> bool:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return bool(row and row[0])
