@@ -11,10 +11,14 @@ import uuid
 from collections.abc import Callable, Sequence
 
 import psycopg
+import pytest
 
+from memstore.config import Settings
 from memstore.embedding import cache
 from memstore.embedding.base import Vectors
 from memstore.embedding.hashing import HashingEmbedder
+from memstore.errors import MemstoreError, ProposalNotFoundError
+from memstore.namespace import Namespace
 from memstore.store import MemoryStore
 
 WAIT = 60.0  # seconds: generous, the machine is shared; a pass never waits this long
@@ -112,3 +116,104 @@ def waiting_on_a_lock(database_url: str) -> bool:
             " WHERE datname = current_database() AND wait_event_type = 'Lock'"
         ).fetchone()
     return bool(row and row[0])
+
+
+# --- the review queue under a privacy ceiling ---------------------------------------------
+
+SECRET = "zqxreviewsecret"
+
+
+def _anatomy(claim: str) -> dict[str, object]:
+    return {
+        "target": "self",
+        "claim_or_question": claim,
+        "tension": "t",
+        "action_implication": "a",
+        "anchors": ["turn:1"],
+    }
+
+
+def _propose(ns: Namespace, operation: dict[str, object]) -> int:
+    proposed = ns.apply(
+        [{"op": "propose", "operation": operation, "rationale": "r", "evidence": ["turn:2"]}],
+        phase="wake",
+        actor="agent",
+    )
+    assert proposed.applied, proposed.summary()
+    proposal = proposed.results[0].proposal_id
+    assert proposal is not None
+    return int(proposal)
+
+
+def test_a_proposal_about_a_secret_is_hidden_from_a_reviewer_under_a_lower_ceiling(store):
+    """Proposals carry no privacy level of their own, but one that names a privacy-3
+    memory (its id) or carries privacy-3 content is as secret as that memory: under
+    ceiling 0 the review queue neither lists it nor finds it by id (the same error as
+    a proposal that does not exist)."""
+    ns = store.namespace(f"review-{uuid.uuid4().hex[:8]}")
+    public = ns.remember("the harbour opens at dawn").id
+    secret = ns.remember(f"{SECRET} vault code 7731", privacy=3).id
+    about_secret = _propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
+    secret_words = _propose(
+        ns,
+        {
+            "op": "record_short_term",
+            "anatomy": _anatomy(f"{SECRET} the vault"),
+            "content": f"{SECRET} the vault opens with 7731",
+            "privacy": 3,
+        },
+    )
+    visible = _propose(ns, {"op": "forget", "target_id": public, "reason": "old"})
+
+    assert {p.id for p in ns.review.pending(privacy_ceiling=3)} == {
+        about_secret,
+        secret_words,
+        visible,
+    }
+    listed = ns.review.pending(privacy_ceiling=0)
+    assert [p.id for p in listed] == [visible]
+    assert SECRET not in repr(listed)
+    missing = 2**40
+    with pytest.raises(ProposalNotFoundError) as nothing:
+        ns.review.get(missing, privacy_ceiling=0)
+    for hidden in (about_secret, secret_words):
+        with pytest.raises(ProposalNotFoundError) as caught:
+            ns.review.get(hidden, privacy_ceiling=0)
+        assert str(caught.value) == str(nothing.value).replace(str(missing), str(hidden))
+    assert ns.review.get(visible, privacy_ceiling=0).id == visible
+
+
+def test_a_proposal_hidden_by_the_ceiling_is_decided_like_a_missing_one(database_url):
+    """Accepting or rejecting a hidden proposal under ceiling 0 is refused exactly as
+    deciding a proposal that does not exist, and leaves it pending."""
+    name = f"review-{uuid.uuid4().hex[:8]}"
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
+        ns = store.namespace(name)
+        secret = ns.remember(f"{SECRET} second vault", privacy=3).id
+        hidden = _propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
+    low = Settings(privacy_ceiling=0)
+    with MemoryStore.open(database_url, embedder=HashingEmbedder(), settings=low) as store:
+        ns = store.namespace(name)
+        missing = 2**40
+        for decide in (
+            lambda i: ns.review.accept(i, reviewer="bob"),
+            lambda i: ns.review.reject(i, reviewer="bob", reason="no"),
+        ):
+            with pytest.raises(MemstoreError) as nothing:
+                decide(missing)
+            with pytest.raises(type(nothing.value)) as caught:
+                decide(hidden)
+            assert str(caught.value) == str(nothing.value).replace(str(missing), str(hidden))
+        for op in (
+            {"op": "accept_proposal"},
+            {"op": "reject_proposal", "reason": "no"},
+        ):
+            reasons = [
+                ns.apply([{**op, "proposal_id": i}], phase="review", actor="bob", atomic=False)
+                .results[0]
+                .reason
+                for i in (missing, hidden)
+            ]
+            assert reasons[1] == (reasons[0] or "").replace(str(missing), str(hidden))
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
+        assert store.namespace(name).review.get(hidden).status == "pending"
