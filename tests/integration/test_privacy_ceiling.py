@@ -44,6 +44,7 @@ from memstore.errors import (
     ProposalNotFoundError,
 )
 from memstore.graph.rows import fetch_nodes
+from memstore.lifecycle.review import Review
 from memstore.namespace import Namespace
 from memstore.tx import NamespaceTransaction
 
@@ -113,7 +114,7 @@ def _classes() -> dict[str, type]:
     }
     for tier in _tier_classes().values():
         classes[tier.__name__] = tier
-    classes["Review"] = typing.get_type_hints(Namespace.review.func)["return"]
+    classes["Review"] = Review
     return classes
 
 
@@ -331,7 +332,14 @@ def _or_not_found(read: Callable[[], Any]) -> Any:
     # caller may see: an empty activation or not found, never the version.
     try:
         return read()
-    except (NodeNotFoundError, ProposalNotFoundError) as exc:
+    except NodeNotFoundError as exc:
+        return str(exc)
+
+
+def _proposal(ns: Namespace, proposal: int, kw: dict[str, Any]) -> Any:
+    try:
+        return ns.review.get(proposal, **kw)
+    except ProposalNotFoundError as exc:
         return str(exc)
 
 
@@ -414,10 +422,7 @@ READS: dict[str, Call] = {
     "Consolidation.history": lambda st, ns, w, kw: ns.consolidation.history(**kw),
     "Consolidation.total": lambda st, ns, w, kw: ns.consolidation.total(**kw),
     "Review.pending": lambda st, ns, w, kw: ns.review.pending(**kw),
-    "Review.get": lambda st, ns, w, kw: [
-        _or_not_found(lambda: ns.review.get(w.proposals[op], **kw))
-        for op in ("forget", "record_short_term")
-    ],
+    "Review.get": lambda st, ns, w, kw: [_proposal(ns, p, kw) for p in w.proposals.values()],
 }
 
 # What a ceiling-0 reader must get for the counts (a secret must not be counted).
