@@ -5,6 +5,8 @@ Each test here was written failing, against the merged work, before its fix.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 import uuid
@@ -217,3 +219,52 @@ def test_a_proposal_hidden_by_the_ceiling_is_decided_like_a_missing_one(database
             assert reasons[1] == (reasons[0] or "").replace(str(missing), str(hidden))
     with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
         assert store.namespace(name).review.get(hidden).status == "pending"
+
+
+# --- erasure: the audit log's digests of the erased words ---------------------------------
+
+
+def test_no_plain_digest_of_erased_words_survives_in_a_log_row_that_names_no_version(
+    store, database_url
+):
+    """The log keeps an operation's texts as plain sha256 digests, and an erasure blanks
+    the rows that name an erased version. A rejected operation that carried the same
+    words names no version (it wrote nothing): its digest of the erased text must not
+    survive the erasure, nor may an unparsed operation's digest of its raw text."""
+    ns = store.namespace(f"digest-{uuid.uuid4().hex[:8]}")
+    words = "zqxdigest Maya's door code is 7731"
+    memory = ns.remember(words, label="zqxdigest-label").id
+    for op in (
+        {"op": "record_short_term", "anatomy": _anatomy(words), "content": words},
+        {"op": "remember", "content": words, "label": "zqxdigest-label"},
+    ):
+        rejected = ns.apply([op], phase="sleep", actor="agent", atomic=False)
+        assert rejected.results[0].outcome == "rejected"
+    unparsed = ns.apply(
+        [{"op": "remember", "content": words, "unknown": 1}], phase="wake", atomic=False
+    )
+    assert unparsed.results[0].outcome == "rejected"
+    ns.redact(memory, reason="request")
+
+    digests = [
+        hashlib.sha256(text.encode()).hexdigest()
+        for text in (
+            words,
+            "zqxdigest-label",
+            json.dumps({"op": "remember", "content": words, "unknown": 1}, sort_keys=True),
+        )
+    ]
+    with psycopg.connect(database_url) as conn:
+        logged = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT payload::text || ' ' || receipt::text FROM memstore.operations o"
+                " JOIN memstore.namespaces s ON s.id = o.namespace_id WHERE s.name = %s",
+                (ns.name,),
+            )
+        ]
+    assert len(logged) == 3
+    for row in logged:
+        assert "zqxdigest" not in row
+        for digest in digests:
+            assert digest not in row
