@@ -536,18 +536,21 @@ REVOKE ALL ON FUNCTION memstore.redact_node(bigint, bigint, text, text) FROM PUB
 GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO CURRENT_USER;
 ALTER FUNCTION memstore.redact_node(bigint, bigint, text, text) OWNER TO memstore_redactor;
 
--- The embeddings cache keeps no vector of an erased version. A vector is
--- computed from a node's text outside the transaction that erases it: a
--- rebuild reads the text, an erasure commits, then the rebuild writes the
--- vector (and, as its source_hash, a plain sha256 of the erased text). This
--- trigger locks the node row FOR KEY SHARE, as the foreign key's check would,
--- so it waits for an erasure in flight (redact_lineage locks the versions FOR
--- UPDATE), and then, seeing the committed redactions row, drops the vector
--- quietly: the text it was computed from is gone. An erasure that starts after
--- the vector was written waits on the same lock and deletes it.
+-- Nothing is written about an erased version after its erasure: no vector in
+-- the embeddings cache, no row in the access log (activations). Both are
+-- written from what a transaction read before: a rebuild reads a node's text,
+-- an activation its working memory; an erasure that commits in between would
+-- otherwise be followed by a vector of the erased text (with a plain sha256 of
+-- it as source_hash) or by the caller's session id in plain on the erased
+-- version, after the erasure hashed that session's ids. This trigger locks the
+-- node row FOR KEY SHARE, as the foreign key's check would, so it waits for an
+-- erasure in flight (redact_lineage locks the versions FOR UPDATE), and then,
+-- seeing the committed redactions row, drops the row quietly: what it was
+-- computed from is gone. An erasure that starts after the row was written
+-- waits on the same lock and then erases it.
 -- SECURITY DEFINER: the service role may not lock nodes (no UPDATE on them),
 -- and the row may be above the transaction's privacy ceiling.
-CREATE OR REPLACE FUNCTION memstore.keep_no_erased_vector() RETURNS trigger
+CREATE OR REPLACE FUNCTION memstore.drop_if_erased() RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -564,7 +567,9 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION memstore.keep_no_erased_vector() FROM PUBLIC;
+REVOKE ALL ON FUNCTION memstore.drop_if_erased() FROM PUBLIC;
 
-CREATE OR REPLACE TRIGGER keep_no_erased_vector BEFORE INSERT OR UPDATE ON memstore.embeddings
-    FOR EACH ROW EXECUTE FUNCTION memstore.keep_no_erased_vector();
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT OR UPDATE ON memstore.embeddings
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT ON memstore.activations
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();

@@ -1,12 +1,14 @@
-"""The embeddings cache keeps no vector of an erased memory; an erasure finds the log rows that quote it.
+"""Nothing is written about an erased memory after its erasure; an erasure finds the log rows that quote it.
 
 A rebuild (ns.rebuild_embeddings, memstore embed rebuild) reads a node's
 text, computes its vector and writes it in the same transaction, but an
 erasure committed in between left the vector, and a plain sha256 of the erased
-text as its source_hash, in the cache of the erased node. The BEFORE INSERT OR
-UPDATE trigger keep_no_erased_vector on memstore.embeddings locks the node
-row (FOR KEY SHARE, so it waits for an erasure in flight) and drops a vector
-of a redacted node.
+text as its source_hash, in the cache of the erased node; an activation that
+logged its working memory after such an erasure left its session id in plain
+on the erased version. The trigger drop_if_erased (BEFORE INSERT OR UPDATE on
+memstore.embeddings, BEFORE INSERT on memstore.activations) locks the node
+row (FOR KEY SHARE, so it waits for an erasure in flight) and drops a row
+about a redacted node.
 
 memstore.erase_versions also erases the operations and proposals that quote
 an erased version's content, label or subject (as a JSON string, or as the
@@ -33,20 +35,23 @@ down_revision: str | Sequence[str] | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# sql/03_redaction.sql: keep_no_erased_vector()
-KEEP_NO_ERASED_VECTOR_SQL = r"""
--- The embeddings cache keeps no vector of an erased version. A vector is
--- computed from a node's text outside the transaction that erases it: a
--- rebuild reads the text, an erasure commits, then the rebuild writes the
--- vector (and, as its source_hash, a plain sha256 of the erased text). This
--- trigger locks the node row FOR KEY SHARE, as the foreign key's check would,
--- so it waits for an erasure in flight (redact_lineage locks the versions FOR
--- UPDATE), and then, seeing the committed redactions row, drops the vector
--- quietly: the text it was computed from is gone. An erasure that starts after
--- the vector was written waits on the same lock and deletes it.
+# sql/03_redaction.sql: drop_if_erased()
+DROP_IF_ERASED_SQL = r"""
+-- Nothing is written about an erased version after its erasure: no vector in
+-- the embeddings cache, no row in the access log (activations). Both are
+-- written from what a transaction read before: a rebuild reads a node's text,
+-- an activation its working memory; an erasure that commits in between would
+-- otherwise be followed by a vector of the erased text (with a plain sha256 of
+-- it as source_hash) or by the caller's session id in plain on the erased
+-- version, after the erasure hashed that session's ids. This trigger locks the
+-- node row FOR KEY SHARE, as the foreign key's check would, so it waits for an
+-- erasure in flight (redact_lineage locks the versions FOR UPDATE), and then,
+-- seeing the committed redactions row, drops the row quietly: what it was
+-- computed from is gone. An erasure that starts after the row was written
+-- waits on the same lock and then erases it.
 -- SECURITY DEFINER: the service role may not lock nodes (no UPDATE on them),
 -- and the row may be above the transaction's privacy ceiling.
-CREATE OR REPLACE FUNCTION memstore.keep_no_erased_vector() RETURNS trigger
+CREATE OR REPLACE FUNCTION memstore.drop_if_erased() RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -63,10 +68,12 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION memstore.keep_no_erased_vector() FROM PUBLIC;
+REVOKE ALL ON FUNCTION memstore.drop_if_erased() FROM PUBLIC;
 
-CREATE OR REPLACE TRIGGER keep_no_erased_vector BEFORE INSERT OR UPDATE ON memstore.embeddings
-    FOR EACH ROW EXECUTE FUNCTION memstore.keep_no_erased_vector();
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT OR UPDATE ON memstore.embeddings
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT ON memstore.activations
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();
 """
 
 
@@ -334,11 +341,12 @@ $$;
 
 
 def upgrade() -> None:
-    op.execute(KEEP_NO_ERASED_VECTOR_SQL)
+    op.execute(DROP_IF_ERASED_SQL)
     op.execute(ERASE_VERSIONS_SQL)
 
 
 def downgrade() -> None:
     op.execute(ERASE_VERSIONS_0017_SQL)
-    op.execute("DROP TRIGGER keep_no_erased_vector ON memstore.embeddings")
-    op.execute("DROP FUNCTION memstore.keep_no_erased_vector()")
+    op.execute("DROP TRIGGER drop_if_erased ON memstore.activations")
+    op.execute("DROP TRIGGER drop_if_erased ON memstore.embeddings")
+    op.execute("DROP FUNCTION memstore.drop_if_erased()")

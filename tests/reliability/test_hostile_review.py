@@ -268,3 +268,30 @@ def test_no_plain_digest_of_erased_words_survives_in_a_log_row_that_names_no_ver
         assert "zqxdigest" not in row
         for digest in digests:
             assert digest not in row
+
+
+def test_an_activation_logged_after_an_erasure_keeps_no_session_id_of_it(store, database_url):
+    """An activation with learn=True reads its working memory, then logs it. If the
+    memory is erased in between, the log row arrives after the erasure hashed the
+    session ids that reached it: it must not record the session's id in plain on the
+    erased version (the learning statement of memstore/activation/learning.sql, run
+    as the service runs it, after the erasure committed)."""
+    ns = store.namespace(f"access-{uuid.uuid4().hex[:8]}")
+    memory = ns.remember("zqxaccess the erased words").id
+    ns.redact(memory, reason="request")
+    with ns.connection() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO memstore.activations (namespace_id, node_id, session_id, strength)"
+            " VALUES (%(ns)s, %(id)s, 'zqxsession-secret', 0.5)",
+            {"ns": ns.id, "id": memory},
+        )
+    with psycopg.connect(database_url) as conn:
+        sessions = [
+            row[0]
+            for row in conn.execute(
+                "SELECT session_id FROM memstore.activations WHERE node_id = %s"
+                " AND namespace_id = (SELECT id FROM memstore.namespaces WHERE name = %s)",
+                (memory, ns.name),
+            )
+        ]
+    assert "zqxsession-secret" not in sessions
