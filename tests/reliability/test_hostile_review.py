@@ -295,3 +295,18 @@ def test_an_activation_logged_after_an_erasure_keeps_no_session_id_of_it(store, 
             )
         ]
     assert "zqxsession-secret" not in sessions
+
+
+# --- namespaces are not created by a write that writes nothing -----------------------------
+
+
+def test_a_sleep_of_a_namespace_never_written_to_creates_nothing(store, database_url):
+    """A sleep with nothing to consolidate writes nothing: like an empty apply, it must
+    not create the namespace it names (memstore sleep -n NEW created one)."""
+    name = f"never-{uuid.uuid4().hex[:8]}"
+    receipt = store.namespace(name).sleep()
+    assert receipt.results == []
+    assert store.namespace(name).sleep(ops=[]).results == []
+    with psycopg.connect(database_url) as conn:
+        found = conn.execute("SELECT count(*) FROM memstore.namespaces WHERE name = %s", (name,))
+        assert found.fetchone() == (0,)
