@@ -300,13 +300,15 @@ def test_an_activation_logged_after_an_erasure_keeps_no_session_id_of_it(store, 
 # --- namespaces are not created by a write that writes nothing -----------------------------
 
 
-def test_a_sleep_of_a_namespace_never_written_to_creates_nothing(store, database_url):
-    """A sleep with nothing to consolidate writes nothing: like an empty apply, it must
-    not create the namespace it names (memstore sleep -n NEW created one)."""
+def test_a_sleep_or_clear_of_a_namespace_never_written_to_creates_nothing(store, database_url):
+    """A sleep with nothing to consolidate, a clear with nothing to retire, write
+    nothing: like an empty apply, they must not create the namespace they name
+    (memstore sleep -n NEW created one, and so did clear)."""
     name = f"never-{uuid.uuid4().hex[:8]}"
     receipt = store.namespace(name).sleep()
     assert receipt.results == []
     assert store.namespace(name).sleep(ops=[]).results == []
+    assert store.namespace(name).clear(reason="start over") == 0
     with psycopg.connect(database_url) as conn:
         found = conn.execute("SELECT count(*) FROM memstore.namespaces WHERE name = %s", (name,))
         assert found.fetchone() == (0,)
