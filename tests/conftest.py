@@ -15,6 +15,8 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -310,3 +312,54 @@ def row_counts(url: str) -> dict[str, int]:
             ).fetchone()[0]  # type: ignore[index]
             for table in metadata.sorted_tables
         }
+
+
+# --- acting as memstore's roles (docs/security.md) ------------------------------------
+
+ROLE_PASSWORD = "memstore-test"
+MEMSTORE_CLI = str(Path(sys.executable).with_name("memstore"))
+
+
+def as_role(url: str, role: str) -> str:
+    """``url`` logging in as ``role`` (one of the roles ``memstore db roles`` creates)."""
+    return (
+        make_url(url)
+        .set(drivername="postgresql", username=role, password=ROLE_PASSWORD)
+        .render_as_string(hide_password=False)
+    )
+
+
+@pytest.fixture(scope="module")
+def roles_applied(database_url: str) -> str:
+    """`memstore db roles --apply` on this module's database, as the migrating superuser;
+    memstore_app and memstore_reader may then log in with ``ROLE_PASSWORD``."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
+    done = subprocess.run(
+        [MEMSTORE_CLI, "db", "roles", "--apply"],
+        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        for role in ("memstore_app", "memstore_reader"):
+            admin.execute(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(ROLE_PASSWORD)
+                )
+            )
+    return database_url
+
+
+@pytest.fixture(scope="module")
+def app_url(roles_applied: str) -> str:
+    """This module's database as memstore_app, the service role."""
+    return as_role(roles_applied, "memstore_app")
+
+
+@pytest.fixture(scope="module")
+def reader_url(roles_applied: str) -> str:
+    """This module's database as memstore_reader, the operators' role."""
+    return as_role(roles_applied, "memstore_reader")

@@ -25,10 +25,7 @@ from memstore.embedding import HashingEmbedder
 from memstore.errors import InvalidInputError, RedactionError
 from memstore.models import NodeStatus
 from memstore.namespace import Namespace
-from tests.conftest import declare_namespace
-from tests.integration.test_row_security import _as, roles_applied
-
-__all__ = ["roles_applied"]  # a fixture, used by name
+from tests.conftest import as_role, declare_namespace
 
 TOKEN = "zqxjv-erase-me"
 # What full text keeps of the token ('zqxjv-erase-m', 'zqxjv', 'eras', ...):
@@ -41,7 +38,7 @@ def erasing_store(request, database_url: str) -> Iterator[MemoryStore]:
     """The store as its owner, and in the production configuration (memstore_app)."""
     url = database_url
     if request.param == "memstore_app":
-        url = _as(request.getfixturevalue("roles_applied"), "memstore_app")
+        url = as_role(request.getfixturevalue("roles_applied"), "memstore_app")
     with MemoryStore.open(url, embedder=HashingEmbedder()) as store:
         yield store
 

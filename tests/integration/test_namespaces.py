@@ -6,27 +6,18 @@ directly, whatever the service says.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-import sqlalchemy as sa
-from psycopg import sql
 
 from memstore import MemoryStore
 from memstore.embedding import HashingEmbedder
 from memstore.errors import InvalidInputError, NodeNotFoundError, ProcedureNotFoundError
 from memstore.namespace import NAME_MAX_BYTES
-
-PASSWORD = "memstore-test"
-MEMSTORE = str(Path(sys.executable).with_name("memstore"))
 
 
 def stored(url: str, name: str) -> bool:
@@ -246,27 +237,6 @@ def test_store_namespaces_lists_them_with_counts(store):
 
 
 # --- as memstore_app (row-level security) ----------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def app_url(database_url: str) -> str:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    done = subprocess.run(
-        [MEMSTORE, "db", "roles", "--apply"],
-        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("ALTER ROLE memstore_app PASSWORD {}").format(sql.Literal(PASSWORD)))
-    return (
-        sa.engine.make_url(database_url)
-        .set(drivername="postgresql", username="memstore_app", password=PASSWORD)
-        .render_as_string(hide_password=False)
-    )
 
 
 def test_the_app_role_finds_creates_and_cannot_list(app_url, database_url):

@@ -17,20 +17,14 @@ default (``Settings(privacy_ceiling=0)``) instead of the call, and as
 from __future__ import annotations
 
 import inspect
-import os
-import subprocess
-import sys
 import typing
 import uuid
 from collections.abc import Callable, Iterator
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import sqlalchemy as sa
-from psycopg import sql
 from pydantic import BaseModel
 
 from memstore import MemoryStore
@@ -49,8 +43,6 @@ from memstore.namespace import Namespace
 from memstore.tx import NamespaceTransaction
 
 TOKEN = "zebraquill"  # in every field of every secret memory; in nothing public
-PASSWORD = "memstore-test"
-MEMSTORE = str(Path(sys.executable).with_name("memstore"))
 
 # --- the API's verbs -----------------------------------------------------------------
 
@@ -480,32 +472,6 @@ def _node_ids(value: Any) -> set[int]:
 
 
 # --- the runs ----------------------------------------------------------------------------
-
-
-def _as(url: str, role: str) -> str:
-    return (
-        sa.engine.make_url(url)
-        .set(drivername="postgresql", username=role, password=PASSWORD)
-        .render_as_string(hide_password=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def app_url(database_url: str) -> str:
-    """`memstore db roles --apply` on this module's database; memstore_app's URL."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    done = subprocess.run(
-        [MEMSTORE, "db", "roles", "--apply"],
-        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("ALTER ROLE memstore_app PASSWORD {}").format(sql.Literal(PASSWORD)))
-    return _as(database_url, "memstore_app")
 
 
 @pytest.fixture(scope="module")

@@ -3,16 +3,11 @@ declared, nothing returns or changes B's rows, whatever the SQL or the name."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 from psycopg import sql
 
 from memstore import MemoryStore
@@ -25,51 +20,7 @@ from memstore.graph.nodes import may_copy_directly
 from memstore.tx import NamespaceTransaction
 from tests.conftest import Seed, declare_namespace
 
-PASSWORD = "memstore-test"
-MEMSTORE = str(Path(sys.executable).with_name("memstore"))
-
 Connection = psycopg.Connection[tuple[object, ...]]
-
-
-def _as(url: str, role: str) -> str:
-    return (
-        sa.engine.make_url(url)
-        .set(drivername="postgresql", username=role, password=PASSWORD)
-        .render_as_string(hide_password=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def roles_applied(database_url: str) -> str:
-    """`memstore db roles --apply` on this module's database, as the migrating superuser."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    done = subprocess.run(
-        [MEMSTORE, "db", "roles", "--apply"],
-        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        for role in ("memstore_app", "memstore_reader"):
-            admin.execute(
-                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                    sql.Identifier(role), sql.Literal(PASSWORD)
-                )
-            )
-    return database_url
-
-
-@pytest.fixture(scope="module")
-def app_url(roles_applied: str) -> str:
-    return _as(roles_applied, "memstore_app")
-
-
-@pytest.fixture(scope="module")
-def reader_url(roles_applied: str) -> str:
-    return _as(roles_applied, "memstore_reader")
 
 
 @pytest.fixture(scope="module")

@@ -8,17 +8,12 @@ library's own paths keep working as the service role.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 from psycopg import sql
 
 from memstore import MemoryStore
@@ -26,43 +21,10 @@ from memstore.embedding import HashingEmbedder
 from memstore.errors import ProposalTransitionError, translate_db_error
 from tests.conftest import Seed, declare_namespace
 
-PASSWORD = "memstore-test"
-MEMSTORE = str(Path(sys.executable).with_name("memstore"))
 LONG_AGO = "2001-01-01T00:00:00Z"
 NAME = f"time-{uuid.uuid4().hex[:6]}"
 
 Connection = psycopg.Connection[tuple[object, ...]]
-
-
-def _as(url: str, role: str) -> str:
-    return (
-        sa.engine.make_url(url)
-        .set(drivername="postgresql", username=role, password=PASSWORD)
-        .render_as_string(hide_password=False)
-    )
-
-
-@pytest.fixture(scope="module")
-def app_url(database_url: str) -> str:
-    """`memstore db roles --apply` on this module's database; the service role's URL."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    done = subprocess.run(
-        [MEMSTORE, "db", "roles", "--apply"],
-        env={**environment, "MEMSTORE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        for role in ("memstore_app", "memstore_reader"):
-            admin.execute(
-                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                    sql.Identifier(role), sql.Literal(PASSWORD)
-                )
-            )
-    return _as(database_url, "memstore_app")
 
 
 @pytest.fixture(scope="module")
