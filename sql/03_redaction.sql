@@ -256,8 +256,21 @@ DECLARE
     id_pattern text;
     named_ops bigint[];
     named_proposals bigint[];
+    needles text[];
 BEGIN
     PERFORM memstore.draw_erasure_key(p_ns);
+    -- What quotes the erased words without naming a version (an operation the
+    -- law rejected, a proposal that would write them): each content, label and
+    -- subject as a JSON string, and as the hex sha256 digest the audit log keeps
+    -- of a text (memstore/lifecycle/apply.py digest()). Taken before the blanks.
+    SELECT coalesce(array_agg(DISTINCT w.needle), '{}') INTO needles
+    FROM memstore.nodes n
+    CROSS JOIN LATERAL (VALUES (n.content), (n.label), (n.subject)) AS t(value)
+    CROSS JOIN LATERAL (VALUES (to_jsonb(t.value)::text),
+                               (encode(sha256(convert_to(t.value, 'UTF8')), 'hex'))) AS w(needle)
+    WHERE n.namespace_id = p_ns AND n.id = ANY (p_versions)
+      AND t.value IS NOT NULL AND t.value <> '';
+
     UPDATE memstore.nodes n
     SET content = '', label = NULL, data = '{}'::jsonb, content_hash = NULL,
         subject = NULL, scope = NULL, tier = NULL, node_type = 'Redacted',
@@ -291,32 +304,50 @@ BEGIN
       AND (s.old_id = ANY (p_versions) OR s.new_id = ANY (p_versions));
 
     -- The audit log and the review queue: rows that name an erased version
-    -- or edge, and the proposals behind them (a proposal whose acceptance
-    -- wrote a version), with the operations that queued or decided those.
+    -- or edge, or quote its words (the needles above), and the proposals
+    -- behind them (a proposal whose acceptance wrote a version), with the
+    -- operations that queued or decided those.
     -- A regular expression over the row's text finds the few candidates
     -- (12 us a row; named_ids() costs 0.4 ms, so it checks only those).
     id_pattern := '(^|[^0-9.])(' || array_to_string(p_versions || edge_ids, '|')
                   || ')($|[^0-9.])';
-    WITH candidates AS MATERIALIZED (
-        SELECT o.id, o.payload, o.receipt FROM memstore.operations o
+    WITH texts AS MATERIALIZED (
+        SELECT o.id, o.payload, o.receipt, o.payload::text || ' ' || o.receipt::text AS doc
+        FROM memstore.operations o
         WHERE o.namespace_id = p_ns
-          AND (o.payload::text || ' ' || o.receipt::text) ~ id_pattern)
+    ), candidates AS MATERIALIZED (
+        SELECT t.id, t.payload, t.receipt,
+               EXISTS (SELECT FROM unnest(needles) AS q(needle)
+                       WHERE strpos(t.doc, q.needle) > 0) AS quoting
+        FROM texts t
+        WHERE t.doc ~ id_pattern
+           OR EXISTS (SELECT FROM unnest(needles) AS q(needle) WHERE strpos(t.doc, q.needle) > 0))
     SELECT coalesce(array_agg(c.id), '{}'),
            coalesce(array_agg((c.receipt->>'proposal_id')::bigint)
                     FILTER (WHERE jsonb_typeof(c.receipt->'proposal_id') = 'number'), '{}')
     INTO named_ops, named_proposals
     FROM candidates c
-    WHERE memstore.named_ids(c.payload, false) && p_versions
+    WHERE c.quoting
+       OR memstore.named_ids(c.payload, false) && p_versions
        OR memstore.named_ids(c.receipt, false) && p_versions
        OR memstore.named_ids(c.payload, true) && edge_ids
        OR memstore.named_ids(c.receipt, true) && edge_ids;
 
-    WITH candidates AS MATERIALIZED (
-        SELECT pr.id, pr.operation FROM memstore.proposals pr
-        WHERE pr.namespace_id = p_ns AND pr.operation::text ~ id_pattern)
+    WITH texts AS MATERIALIZED (
+        SELECT pr.id, pr.operation, pr.operation::text || ' ' || pr.evidence::text AS doc
+        FROM memstore.proposals pr
+        WHERE pr.namespace_id = p_ns
+    ), candidates AS MATERIALIZED (
+        SELECT t.id, t.operation,
+               EXISTS (SELECT FROM unnest(needles) AS q(needle)
+                       WHERE strpos(t.doc, q.needle) > 0) AS quoting
+        FROM texts t
+        WHERE t.doc ~ id_pattern
+           OR EXISTS (SELECT FROM unnest(needles) AS q(needle) WHERE strpos(t.doc, q.needle) > 0))
     SELECT named_proposals || coalesce(array_agg(c.id), '{}') INTO named_proposals
     FROM candidates c
-    WHERE memstore.named_ids(c.operation, false) && p_versions
+    WHERE c.quoting
+       OR memstore.named_ids(c.operation, false) && p_versions
        OR memstore.named_ids(c.operation, true) && edge_ids;
 
     IF cardinality(named_proposals) > 0 THEN
@@ -504,3 +535,41 @@ ALTER FUNCTION memstore.redact_lineage(bigint, bigint, text, text, boolean)
 REVOKE ALL ON FUNCTION memstore.redact_node(bigint, bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memstore.redact_node(bigint, bigint, text, text) TO CURRENT_USER;
 ALTER FUNCTION memstore.redact_node(bigint, bigint, text, text) OWNER TO memstore_redactor;
+
+-- Nothing is written about an erased version after its erasure: no vector in
+-- the embeddings cache, no row in the access log (activations). Both are
+-- written from what a transaction read before: a rebuild reads a node's text,
+-- an activation its working memory; an erasure that commits in between would
+-- otherwise be followed by a vector of the erased text (with a plain sha256 of
+-- it as source_hash) or by the caller's session id in plain on the erased
+-- version, after the erasure hashed that session's ids. This trigger locks the
+-- node row FOR KEY SHARE, as the foreign key's check would, so it waits for an
+-- erasure in flight (redact_lineage locks the versions FOR UPDATE), and then,
+-- seeing the committed redactions row, drops the row quietly: what it was
+-- computed from is gone. An erasure that starts after the row was written
+-- waits on the same lock and then erases it.
+-- SECURITY DEFINER: the service role may not lock nodes (no UPDATE on them),
+-- and the row may be above the transaction's privacy ceiling.
+CREATE OR REPLACE FUNCTION memstore.drop_if_erased() RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM 1 FROM memstore.nodes n
+    WHERE n.namespace_id = NEW.namespace_id AND n.id = NEW.node_id
+    FOR KEY SHARE;
+    IF EXISTS (SELECT 1 FROM memstore.redactions r
+               WHERE r.namespace_id = NEW.namespace_id AND r.node_id = NEW.node_id) THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION memstore.drop_if_erased() FROM PUBLIC;
+
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT OR UPDATE ON memstore.embeddings
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();
+CREATE OR REPLACE TRIGGER drop_if_erased BEFORE INSERT ON memstore.activations
+    FOR EACH ROW EXECUTE FUNCTION memstore.drop_if_erased();

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from memstore.cli.common import (
+    CeilingOption,
     JsonOption,
     NamespaceOption,
     open_store,
@@ -106,11 +107,14 @@ def sleep(
 
 @review_app.command("list")
 def review_list(
-    ctx: typer.Context, namespace: NamespaceOption = "default", as_json: JsonOption = False
+    ctx: typer.Context,
+    namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
+    as_json: JsonOption = False,
 ) -> None:
-    """Pending proposals, oldest first."""
+    """Pending proposals, oldest first (none about a memory above the ceiling)."""
     with open_store(ctx) as store:
-        pending = store.namespace(namespace).review.pending()
+        pending = store.namespace(namespace).review.pending(privacy_ceiling=privacy_ceiling)
     if as_json:
         print_json(pending)
         return
@@ -126,10 +130,12 @@ def review_show(
     ctx: typer.Context,
     proposal_id: Annotated[int, typer.Argument(help="The proposal's id.")],
     namespace: NamespaceOption = "default",
+    privacy_ceiling: CeilingOption = None,
 ) -> None:
     """One proposal with its operation and evidence (JSON)."""
     with open_store(ctx) as store:
-        print_json(store.namespace(namespace).review.get(proposal_id))
+        ns = store.namespace(namespace)
+        print_json(ns.review.get(proposal_id, privacy_ceiling=privacy_ceiling))
 
 
 @review_app.command("accept")

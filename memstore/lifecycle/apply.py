@@ -211,8 +211,12 @@ def digest(value: Any) -> dict[str, Any]:
 def _payload(op: Any) -> Any:
     """The operation as the audit log keeps it: its shape, ids and numbers, text digested."""
     if isinstance(op, Unparsed):
+        # Its size, not its digest: what does not parse names no memory, so an
+        # erasure cannot find it, and a plain sha256 of text an erasure leaves
+        # would let anyone confirm a guess of the erased words.
         shape = op.payload if isinstance(op.payload, dict) else {}
-        return {"unparsed": {"op": op.op, "keys": sorted(shape)[:50], **digest(op.payload)}}
+        size = digest(op.payload)["chars"]
+        return {"unparsed": {"op": op.op, "keys": sorted(shape)[:50], "chars": size}}
     return _scrubbed(op.model_dump(mode="json", exclude={"embedding"}))
 
 

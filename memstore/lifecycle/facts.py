@@ -137,14 +137,47 @@ def pressure_keys(tx: NamespaceTransaction, keys: Iterable[str]) -> dict[str, in
     return {str(label): int(node_id) for label, node_id in rows}
 
 
+# A proposal carries no privacy level of its own, but it is as secret as what
+# it is about: it is hidden under a ceiling below the privacy of a memory its
+# operation names (a node id, or an end of an edge id, as memstore.named_ids
+# finds them: the ids erasure looks for too), or below a privacy level its
+# operation carries (a memory it would write). The owner bypasses row-level
+# security, so the nodes are filtered by the ceiling here as well (the
+# ceiling's expression is memstore.graph.rows.CEILING_SQL's).
+VISIBLE_UNDER_CEILING = sa.text(
+    """NOT (
+    EXISTS (SELECT FROM unnest(memstore.named_ids(memstore.proposals.operation, false)
+                               || ARRAY(SELECT unnest(ARRAY[e.src, e.dst])
+                                        FROM memstore.edges e
+                                        WHERE e.namespace_id = memstore.proposals.namespace_id
+                                          AND e.id = ANY (memstore.named_ids(
+                                              memstore.proposals.operation, true)))) AS x(id)
+            WHERE NOT EXISTS (
+                SELECT FROM memstore.nodes n
+                WHERE n.namespace_id = memstore.proposals.namespace_id AND n.id = x.id
+                  AND n.privacy
+                      <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint))
+    OR EXISTS (SELECT FROM jsonb_path_query(memstore.proposals.operation,
+                                            'strict $.** ? (@.type() == "object")') AS o(obj)
+               WHERE jsonb_typeof(o.obj -> 'privacy') = 'number'
+                 AND (o.obj ->> 'privacy')::numeric
+                     > nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint)
+)"""
+)
+
+
 def lock_proposals(tx: NamespaceTransaction, ids: Iterable[int]) -> dict[int, Proposal]:
-    """Proposals by id, locked until the transaction ends (a decision is taken once)."""
+    """Proposals by id, locked until the transaction ends (a decision is taken once).
+
+    A proposal hidden by the transaction's privacy ceiling is not among them:
+    deciding it fails exactly as deciding a missing id."""
     wanted = sorted(i for i in set(ids) if 0 < i < 2**63)
     if not wanted:
         return {}
     rows = tx.conn.execute(
         sa.select(proposals)
         .where(proposals.c.namespace_id == tx.id, proposals.c.id.in_(wanted))
+        .where(VISIBLE_UNDER_CEILING)
         .with_for_update()
     ).mappings()
     return {row["id"]: to_proposal(row, tx.name) for row in rows}
@@ -156,4 +189,11 @@ def to_proposal(row: Any, namespace: str) -> Proposal:
     return Proposal(**values, namespace=namespace)
 
 
-__all__ = ["load_facts", "lock_proposals", "node_facts", "pressure_keys", "to_proposal"]
+__all__ = [
+    "VISIBLE_UNDER_CEILING",
+    "load_facts",
+    "lock_proposals",
+    "node_facts",
+    "pressure_keys",
+    "to_proposal",
+]

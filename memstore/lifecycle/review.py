@@ -20,7 +20,7 @@ from memstore.inputs import checked_reason
 from memstore.law.ops import AcceptProposal, RejectProposal
 from memstore.law.receipt import Proposal, Receipt
 
-from .facts import to_proposal
+from .facts import VISIBLE_UNDER_CEILING, to_proposal
 from .service import apply, checked_actor
 
 if TYPE_CHECKING:
@@ -33,29 +33,33 @@ class Review:
     def __init__(self, ns: Namespace):
         self.ns = ns
 
-    def pending(self, *, limit: int = 100) -> list[Proposal]:
-        """Pending proposals, oldest first."""
+    def pending(self, *, limit: int = 100, privacy_ceiling: int | None = None) -> list[Proposal]:
+        """Pending proposals, oldest first; those about a memory above ``privacy_ceiling``
+        (default: the store's), or carrying a privacy above it, are left out."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidInputError("limit must be an integer from 1 to 10000", field="limit")
-        with self.ns.reading() as tx:  # a read: creates no namespace
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:  # creates no namespace
             rows = tx.conn.execute(
                 sa.select(proposals)
                 .where(proposals.c.namespace_id == self.ns.id, proposals.c.status == "pending")
+                .where(VISIBLE_UNDER_CEILING)
                 .order_by(proposals.c.proposed_at, proposals.c.id)
                 .limit(limit)
             ).mappings()
             return [to_proposal(row, self.ns.name) for row in rows]
 
-    def get(self, proposal_id: int) -> Proposal:
-        """One proposal, whatever its status."""
+    def get(self, proposal_id: int, *, privacy_ceiling: int | None = None) -> Proposal:
+        """One proposal, whatever its status. One hidden by ``privacy_ceiling`` (default:
+        the store's; see :meth:`pending`) is not found, exactly as a missing id."""
         if isinstance(proposal_id, bool) or not isinstance(proposal_id, int):
             raise InvalidInputError("a proposal id is an integer", field="proposal_id")
-        with self.ns.reading() as tx:  # a read: creates no namespace
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:  # creates no namespace
             row = (
                 tx.conn.execute(
                     sa.select(proposals).where(
                         proposals.c.namespace_id == self.ns.id,
                         proposals.c.id == proposal_id,
+                        VISIBLE_UNDER_CEILING,
                     )
                 )
                 .mappings()

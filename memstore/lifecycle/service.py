@@ -156,8 +156,12 @@ def sleep(
             raise _Residue(receipt, residue)
 
     pressure: set[int] = set()
+    # A namespace nobody has written to has no short-term memory: a pass with
+    # no operations of its own writes nothing, so, like an empty apply, it must
+    # not create the namespace either.
+    quiet = not batch and distiller is None and not ns.exists()
     try:
-        with ns.transaction() as tx:
+        with ns.reading() if quiet else ns.transaction() as tx:
             lock_key(tx, "lifecycle")
             records = short_term_records(tx, older_than)
             pressure = {record.id for record in records}

@@ -130,6 +130,8 @@ def clear(ns: Namespace, reason: str, actor: str | None) -> int:
     Protected nodes (identity, values) stay: only ``ns.cultivate(...)`` retires them.
     """
     reason = checked_reason(reason)
+    if not ns.exists():
+        return 0  # nothing written yet: nothing to retire, no namespace to create
     with ns.transaction() as tx:
         # Every memory at once: wait for each writer of one (lineage locks).
         tx.locks.lock_namespace()

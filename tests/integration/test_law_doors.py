@@ -179,3 +179,20 @@ def test_forget_and_link_of_a_superseded_version_name_the_current_one(ns, databa
     receipt = ns.apply([{"op": "forget", "target_id": old.id, "reason": "r"}], phase="wake")
     assert f"current version is node {new.id}" in (receipt.rejected[0].reason or "")
     assert ns.get(new.id).status.value == "current"
+
+
+def test_the_lifecycle_packages_sanction_is_no_door_for_other_code(ns, database_url):
+    """``memstore.lifecycle.rights.sanction`` is importable by anyone: called from
+    outside the lifecycle package it must refuse, not hand out PROTECTED."""
+    from memstore.lifecycle import rights
+
+    protected = identity(ns)
+    before = row_counts(database_url)
+    with ns.transaction() as tx:
+        for granted in (Rights.PROTECTED | Rights.LIFECYCLE, Rights.LIFECYCLE):
+            with pytest.raises(PermissionError, match=r"memstore\.lifecycle"):
+                rights.sanction(tx, granted, audit=lambda *a: None)
+        with pytest.raises(ProtectedNodeError):
+            tx.forget(protected, reason="drift")
+    assert row_counts(database_url) == before
+    assert cultivate_rows(database_url, ns.id) == 0

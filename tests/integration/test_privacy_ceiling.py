@@ -31,8 +31,14 @@ from memstore import MemoryStore
 from memstore.config import Settings
 from memstore.db.transaction import confined
 from memstore.embedding import HashingEmbedder
-from memstore.errors import InvalidInputError, NodeNotFoundError, NodeSupersededError
+from memstore.errors import (
+    InvalidInputError,
+    NodeNotFoundError,
+    NodeSupersededError,
+    ProposalNotFoundError,
+)
 from memstore.graph.rows import fetch_nodes
+from memstore.lifecycle.review import Review
 from memstore.namespace import Namespace
 from memstore.tx import NamespaceTransaction
 
@@ -56,6 +62,7 @@ WRITES: dict[str, set[str]] = {
     "Lessons": {"add", "add_if_new", "remove", "record_applied", "enforce_cap", "decay_unused"},
     "Procedures": {"add", "add_if_new", "refine", "remove", "record_success"},
     "Consolidation": {"record"},
+    "Review": {"accept", "reject"},
 }  # fmt: skip
 
 # Public callables that read no memory by themselves, each with the reason.
@@ -78,7 +85,8 @@ HELPERS: dict[str, dict[str, str]] = {
     "Procedures": {"steps": "types a node's steps; reads no database"},
 }
 
-# Namespace properties that are not tiers of memory: proposals carry no privacy level.
+# Namespace properties that are not tiers of memory: the review queue (its reads are
+# enumerated all the same, below: a proposal about a secret is as secret as it).
 NOT_TIERS = {"review"}
 
 
@@ -98,6 +106,7 @@ def _classes() -> dict[str, type]:
     }
     for tier in _tier_classes().values():
         classes[tier.__name__] = tier
+    classes["Review"] = Review
     return classes
 
 
@@ -161,6 +170,8 @@ class World(typing.NamedTuple):
     secret: dict[str, int]
     public_nodes: int
     """Nodes of privacy 0 in the namespace (all of them, whatever their status)."""
+    proposals: dict[str, int]
+    """Proposals about the secrets, by operation."""
 
 
 def _secret(**fields: Any) -> dict[str, Any]:
@@ -208,6 +219,29 @@ def _build(store: MemoryStore) -> World:
         steps=[{"tool": "ticket", "purpose": "board", "instruction": "buy a ferry ticket"}],
     ).id
     ns.consolidation.record(3, "Folded the harbour ferry chat", 100)
+    # Proposals about a secret: one naming it, one carrying secret words to write.
+    proposals: dict[str, int] = {}
+    for operation in (
+        {"op": "forget", "target_id": secret["code"], "reason": f"{TOKEN} is stale"},
+        {
+            "op": "record_short_term",
+            "anatomy": {
+                "target": "harbour",
+                "claim_or_question": f"{TOKEN} opens the vault",
+                "tension": "t",
+                "action_implication": "a",
+                "anchors": ["turn:1"],
+            },
+            "privacy": 3,
+        },
+    ):
+        proposed = ns.apply(
+            [{"op": "propose", "operation": operation, "rationale": "r", "evidence": ["t:1"]}],
+            phase="wake",
+            actor="agent",
+        )
+        assert proposed.applied, proposed.summary()
+        proposals[str(operation["op"])] = proposed.results[0].proposal_id or 0
     secret["turn"] = ns.remember(
         f"user: the {TOKEN} ferry harbour password",
         **_secret(
@@ -270,7 +304,7 @@ def _build(store: MemoryStore) -> World:
             ),
             {"name": ns.name},
         ).scalar_one()
-    return World(ns.name, public, secret, int(public_nodes))
+    return World(ns.name, public, secret, int(public_nodes), proposals)
 
 
 # --- the reads, each under a given way of setting the ceiling ------------------------------
@@ -291,6 +325,13 @@ def _or_not_found(read: Callable[[], Any]) -> Any:
     try:
         return read()
     except NodeNotFoundError as exc:
+        return str(exc)
+
+
+def _proposal(ns: Namespace, proposal: int, kw: dict[str, Any]) -> Any:
+    try:
+        return ns.review.get(proposal, **kw)
+    except ProposalNotFoundError as exc:
         return str(exc)
 
 
@@ -372,6 +413,8 @@ READS: dict[str, Call] = {
     "Procedures.stats": lambda st, ns, w, kw: ns.procedures.stats("ferry", **kw),
     "Consolidation.history": lambda st, ns, w, kw: ns.consolidation.history(**kw),
     "Consolidation.total": lambda st, ns, w, kw: ns.consolidation.total(**kw),
+    "Review.pending": lambda st, ns, w, kw: ns.review.pending(**kw),
+    "Review.get": lambda st, ns, w, kw: [_proposal(ns, p, kw) for p in w.proposals.values()],
 }
 
 # What a ceiling-0 reader must get for the counts (a secret must not be counted).
