@@ -6,7 +6,9 @@ means and what to do, and a test keeps the two in step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 CODES: dict[str, str] = {
     "trigger-missing": "a trigger sql/ creates is gone",
@@ -85,4 +87,15 @@ class Finding:
         return {"code": self.code, "message": self.message}
 
 
-__all__ = ["CODES", "Finding"]
+def differences(
+    have: Sequence[Any], want: Sequence[Any], labels: Sequence[str], *, start: int, source: str
+) -> list[str]:
+    """``label live (source: expected)`` for each labelled value, from ``start``, that differs."""
+    return [
+        f"{label} {have[i]!s} ({source}: {want[i]!s})"
+        for i, label in enumerate(labels, start=start)
+        if have[i] != want[i]
+    ]
+
+
+__all__ = ["CODES", "Finding", "differences"]

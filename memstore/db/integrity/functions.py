@@ -16,7 +16,7 @@ from psycopg import sql
 from sqlalchemy.engine import Connection
 
 from memstore.db.integrity.catalog import LIVE, SCRATCH, rows, scratch
-from memstore.db.integrity.codes import Finding
+from memstore.db.integrity.codes import Finding, differences
 from memstore.db.integrity.definitions import FUNCTION_HEAD, Definitions
 from memstore.db.sqlfiles import mask_quoted
 
@@ -121,11 +121,7 @@ def function_problems(
                     f" SET {want[3] or '(nothing)'}",
                 )
             )
-        changed = [
-            f"{label} {have[i]!s} (sql/: {want[i]!s})"
-            for i, label in enumerate(_FUNCTION_DETAILS, start=4)
-            if have[i] != want[i]
-        ]
+        changed = differences(have, want, _FUNCTION_DETAILS, start=4, source="sql/")
         if changed:
             problems.append(
                 Finding("function-changed", f"{name} differs from sql/: {'; '.join(changed)}")

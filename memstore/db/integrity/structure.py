@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from memstore.db.integrity.catalog import LIVE, SCRATCH, rows, scratch
-from memstore.db.integrity.codes import Finding
+from memstore.db.integrity.codes import Finding, differences
 from memstore.db.schema import SCHEMA, metadata
 
 _STRUCTURE = {
@@ -258,11 +258,7 @@ def _sequence_problems(want: Keyed, have: Keyed) -> list[Finding]:
         live_sequence = have.get((column,))
         if live_sequence is None:
             continue  # the column's own comparison names a lost identity
-        changed = [
-            f"{label} {live_sequence[i]!s} (metadata: {wanted_sequence[i]!s})"
-            for i, label in enumerate(labels, start=1)
-            if live_sequence[i] != wanted_sequence[i]
-        ]
+        changed = differences(live_sequence, wanted_sequence, labels, start=1, source="metadata")
         if changed:
             problems.append(
                 Finding(
