@@ -601,6 +601,27 @@ PLANTS = [
         "policy-unknown",
         "policy everything on memstore.edges is not defined in sql/",
     ),
+    # the check itself must survive what it looks for
+    (
+        "table-dropped",
+        "DROP TABLE memstore.activations CASCADE",
+        "table-missing",
+        "table memstore.activations is missing",
+    ),
+    (
+        "extension-member",
+        "CREATE FUNCTION memstore.hidden() RETURNS bigint LANGUAGE sql SECURITY DEFINER"
+        " AS 'SELECT count(*) FROM memstore.nodes';"
+        " ALTER EXTENSION vector ADD FUNCTION memstore.hidden()",
+        "extension-member",
+        "function memstore.hidden() is a member of extension vector",
+    ),
+    (
+        "sequence-owned-by-table",
+        "CREATE SEQUENCE memstore.planted_seq OWNED BY memstore.nodes.id",
+        "object-unknown",
+        "sequence memstore.planted_seq is not defined",
+    ),
 ]
 
 

@@ -70,11 +70,11 @@ def findings(conn: Connection) -> list[Finding]:
     role_defs = role_definitions()
     owner = migrating_owner(conn)
     existing = existing_roles(conn)
-    functions = expected_functions(conn, expected)
+    functions, unbuilt = expected_functions(conn, expected)
     signatures = live_signatures(conn, functions)
     return [
         *trigger_problems(conn, expected),
-        *function_problems(conn, expected, functions),
+        *function_problems(conn, expected, functions, unbuilt),
         *policy_problems(conn, expected),
         *view_problems(conn, expected),
         *structure_problems(conn),

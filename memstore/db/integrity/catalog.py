@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -42,6 +43,24 @@ def scratch(conn: Connection) -> Iterator[Any]:
         savepoint.rollback()
 
 
+def attempt(raw: Any, statement: Any) -> str | None:
+    """Run one of sql/'s statements in its own savepoint; the server's reason if it cannot.
+
+    Building an expected object needs what it refers to: a policy is built on
+    a copy of its live table, a view or SQL function reads live tables. When
+    one of those is gone (a dropped table is reported as ``table-missing``)
+    the expected object cannot be built; the caller names it instead of the
+    check failing. Only "no such object" errors (SQLSTATE class 42) are
+    caught: anything else is a fault of the check and raised.
+    """
+    try:
+        with raw.transaction():
+            raw.execute(statement)
+    except psycopg.errors.ProgrammingError as error:
+        return str(error.diag.message_primary or error).strip()
+    return None
+
+
 def object_key(conn: Connection, kind: str, name: str) -> str | None:
     """An object named in sql/ as the catalog queries name it (a function by its signature)."""
     if kind in ("FUNCTION", "PROCEDURE", "ROUTINE"):
@@ -52,4 +71,4 @@ def object_key(conn: Connection, kind: str, name: str) -> str | None:
     return name if name.startswith("memstore.") else f"memstore.{name}"
 
 
-__all__ = ["LIVE", "SCRATCH", "object_key", "rows", "scratch"]
+__all__ = ["LIVE", "SCRATCH", "attempt", "object_key", "rows", "scratch"]

@@ -15,7 +15,7 @@ from typing import Any
 from psycopg import sql
 from sqlalchemy.engine import Connection
 
-from memstore.db.integrity.catalog import LIVE, SCRATCH, rows, scratch
+from memstore.db.integrity.catalog import LIVE, SCRATCH, attempt, rows, scratch
 from memstore.db.integrity.codes import Finding, differences
 from memstore.db.integrity.definitions import FUNCTION_HEAD, Definitions
 from memstore.db.sqlfiles import mask_quoted
@@ -60,20 +60,28 @@ def _functions_in(conn: Connection, namespace: str) -> Functions:
     return {(str(r[0]), str(r[1])): r[2:] for r in found}
 
 
-def expected_functions(conn: Connection, expected: Definitions) -> Functions:
-    """Each function of sql/ as the server stores it: created in pg_temp, rolled back."""
+def expected_functions(conn: Connection, expected: Definitions) -> tuple[Functions, dict[str, str]]:
+    """Each function of sql/ as the server stores it: created in pg_temp, rolled back.
+
+    Also, by name, the functions sql/ defines that cannot be built (an argument
+    type or, for SQL functions, a table they read is gone) and the server's reason.
+    """
+    unbuilt: dict[str, str] = {}
     with scratch(conn) as raw:
         for statement in expected.routines:
             head = FUNCTION_HEAD.match(mask_quoted(statement))
             assert head is not None
             kind, name = head.group(1).upper(), head.group(2)
-            raw.execute(
+            reason = attempt(
+                raw,
                 sql.SQL("CREATE OR REPLACE {} pg_temp.{}(").format(
                     sql.SQL(kind), sql.Identifier(name)
                 )
-                + sql.SQL(statement[head.end() :])  # our own file from sql/, never input
+                + sql.SQL(statement[head.end() :]),  # our own file from sql/, never input
             )
-        return _functions_in(conn, SCRATCH)
+            if reason is not None:
+                unbuilt[name] = reason
+        return _functions_in(conn, SCRATCH), unbuilt
 
 
 def live_signatures(conn: Connection, functions: Iterable[Signature]) -> list[str]:
@@ -94,10 +102,25 @@ def live_signatures(conn: Connection, functions: Iterable[Signature]) -> list[st
 
 
 def function_problems(
-    conn: Connection, expected: Definitions, reference: Functions
+    conn: Connection,
+    expected: Definitions,
+    reference: Functions,
+    unbuilt: dict[str, str] | None = None,
 ) -> list[Finding]:
-    """Functions missing or differing from ``reference`` (:func:`expected_functions`); strangers."""
-    problems = []
+    """Functions missing or differing from ``reference`` (:func:`expected_functions`); strangers.
+
+    A function sql/ defines that could not be built (``unbuilt``) is reported
+    as missing with the reason, and a live one of that name is not a stranger.
+    """
+    unbuilt = unbuilt or {}
+    problems = [
+        Finding(
+            "function-missing",
+            f"function memstore.{name} cannot be compared: sql/'s definition cannot be built"
+            f" ({reason})",
+        )
+        for name, reason in sorted(unbuilt.items())
+    ]
     live = _functions_in(conn, LIVE)
     for key, want in sorted(reference.items()):
         name = f"function memstore.{key[0]}{want[0]}"
@@ -127,7 +150,7 @@ def function_problems(
                 Finding("function-changed", f"{name} differs from sql/: {'; '.join(changed)}")
             )
     for key in sorted(set(live) - set(reference)):
-        if ("AGGREGATE", key[0]) in expected.objects:
+        if ("AGGREGATE", key[0]) in expected.objects or key[0] in unbuilt:
             continue
         have = live[key]
         definer = " (SECURITY DEFINER: it runs with its owner's rights)" if have[2] else ""

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.engine import Connection
 
-from memstore.db.integrity.catalog import rows, scratch
+from memstore.db.integrity.catalog import attempt, rows, scratch
 from memstore.db.integrity.codes import Finding
 from memstore.db.integrity.definitions import POLICY_HEAD, VIEW_HEAD, Definitions
 from memstore.db.sqlfiles import mask_quoted
@@ -149,6 +149,13 @@ def policy_problems(conn: Connection, expected: Definitions) -> list[Finding]:
         name = f"policy {key[1]} on memstore.{key[0]}"
         if key not in live:
             problems.append(Finding("policy-missing", f"{name} is missing"))
+        elif isinstance(reference[key], str):
+            problems.append(
+                Finding(
+                    "policy-changed",
+                    f"{name} cannot be compared: sql/'s policy cannot be built ({reference[key]})",
+                )
+            )
         elif live[key] != reference[key]:
             problems.append(Finding("policy-changed", f"{name} differs from sql/: {live[key]}"))
     for table, policy in sorted(set(live) - set(expected.policies)):
@@ -160,26 +167,34 @@ def policy_problems(conn: Connection, expected: Definitions) -> list[Finding]:
 
 def _deparsed_policies(
     conn: Connection, expected: Definitions
-) -> dict[tuple[str, str], tuple[str, ...]]:
-    """Each expected policy as the server deparses it, from scratch tables rolled back."""
-    out: dict[tuple[str, str], tuple[str, ...]] = {}
+) -> dict[tuple[str, str], tuple[str, ...] | str]:
+    """Each expected policy as the server deparses it, from scratch tables rolled back.
+
+    A policy that cannot be built (its table or a table its expressions read
+    is gone) maps to the server's reason instead.
+    """
+    out: dict[tuple[str, str], tuple[str, ...] | str] = {}
     with scratch(conn) as raw:
         for (table, policy), statement in expected.policies.items():
             copy = f"memstore_check_{table}"
-            raw.execute(
-                sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE memstore.{})").format(
-                    sql.Identifier(copy), sql.Identifier(table)
-                )
-            )
             head = POLICY_HEAD.match(mask_quoted(statement))
             assert head is not None
             rest = statement[head.end() :]  # the policy's clauses, verbatim from sql/
-            raw.execute(
+            reason = attempt(
+                raw,
+                sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE memstore.{})").format(
+                    sql.Identifier(copy), sql.Identifier(table)
+                ),
+            ) or attempt(
+                raw,
                 sql.SQL("CREATE POLICY {} ON pg_temp.{} ").format(
                     sql.Identifier(policy), sql.Identifier(copy)
                 )
-                + sql.SQL(rest)  # our own file from sql/, never input
+                + sql.SQL(rest),  # our own file from sql/, never input
             )
+            if reason is not None:
+                out[(table, policy)] = reason
+                continue
             row = raw.execute(
                 "SELECT permissive, roles::text, cmd, qual, with_check FROM pg_policies"
                 " WHERE tablename = %s AND policyname = %s",
@@ -218,7 +233,9 @@ def view_problems(conn: Connection, expected: Definitions) -> list[Finding]:
                 )
             )
         have, want = bodies[view]
-        if have != want:
+        if not have:
+            problems.append(Finding("view-changed", f"view memstore.{view}: {want}"))
+        elif have != want:
             problems.append(
                 Finding("view-changed", f"view memstore.{view}'s query differs from sql/")
             )
@@ -228,17 +245,28 @@ def view_problems(conn: Connection, expected: Definitions) -> list[Finding]:
 def _view_bodies(
     conn: Connection, expected: Definitions, views: Iterable[str]
 ) -> dict[str, tuple[str, str]]:
-    """(live, expected) deparsed query of each view; the expected one built in pg_temp."""
+    """(live, expected) deparsed query of each view; the expected one built in pg_temp.
+
+    A view sql/ defines that cannot be built (a table it reads is gone) has the
+    server's reason as its expected query: it then differs from the live one.
+    """
     out: dict[str, tuple[str, str]] = {}
+    unbuilt: dict[str, str] = {}
     with scratch(conn) as raw:
         for view, statement in expected.view_statements.items():
             head = VIEW_HEAD.match(mask_quoted(statement))
             assert head is not None
-            raw.execute(
+            reason = attempt(
+                raw,
                 sql.SQL("CREATE VIEW pg_temp.{} ").format(sql.Identifier(view))
-                + sql.SQL(statement[head.end() :])  # our own file from sql/, never input
+                + sql.SQL(statement[head.end() :]),  # our own file from sql/, never input
             )
+            if reason is not None:
+                unbuilt[view] = f"sql/'s view cannot be built: {reason}"
         for view in views:
+            if view in unbuilt:
+                out[view] = ("", unbuilt[view])
+                continue
             row = raw.execute(
                 "SELECT pg_get_viewdef(format('memstore.%%I', %s::text)::regclass),"
                 " pg_get_viewdef(format('pg_temp.%%I', %s::text)::regclass)",
