@@ -636,6 +636,20 @@ def test_each_tampering_is_a_named_finding(engine, tamper, code, text):
     assert code in integrity.CODES
 
 
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "ALTER ROLE memstore_app SET session_replication_role = local",
+        "ALTER DATABASE {db} SET session_replication_role = local",
+        "SET LOCAL session_replication_role = local",
+    ],
+    ids=["role", "database", "session"],
+)
+def test_replication_role_local_is_not_a_finding(engine, tamper):
+    """``local`` fires every trigger ``origin`` does (ENABLE REPLICA ones are trigger-disabled)."""
+    assert _planted(engine, tamper) == []
+
+
 def test_a_migrated_database_with_roles_applied_is_clean(engine, roles_url):
     with engine.connect() as conn:
         assert integrity.findings(conn) == []

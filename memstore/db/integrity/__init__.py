@@ -16,7 +16,8 @@ whose docstring says exactly what is compared:
 - :mod:`.structure` — columns, constraints, indexes, identity sequences,
   logging and inheritance, from the metadata (memstore/db/schema.py);
 - :mod:`.strangers` — no object or rule in schema memstore that sql/ or the
-  metadata do not define;
+  metadata do not define, and no extension member there but vector's own
+  (when vector was created in schema memstore);
 - :mod:`.owners` — everything is owned by the role that ran the migrations,
   except what sql/ hands to another role;
 - :mod:`.privileges` — the grants of sql/ and roles.py, replayed over the live
@@ -26,7 +27,9 @@ whose docstring says exactly what is compared:
 
 Where a comparison needs the server's own rendering of what is expected, the
 expected object is built in ``pg_temp`` in a savepoint that is always rolled
-back (:func:`.catalog.scratch`).
+back (:func:`.catalog.scratch`). An expected object that cannot be built there
+(a table it needs was dropped) is named in a finding, never a crash
+(:func:`.catalog.attempt`).
 
 Roles that do not exist are not checked: a deployment that never ran
 ``memstore db roles`` (the embedded default, a superuser deploy) has no

@@ -15,9 +15,10 @@ CODES: dict[str, str] = {
     "trigger-disabled": "a trigger sql/ creates is disabled or fires only for replicas",
     "trigger-changed": "a trigger's definition differs from sql/",
     "trigger-unknown": "a trigger sql/ does not define sits on a memstore table",
-    "replication-role": "session_replication_role (which silences triggers) is set for the"
-    " database or a role",
-    "session-replication-role": "the checking session itself runs with session_replication_role",
+    "replication-role": "session_replication_role = replica (which silences triggers) is set for"
+    " the database or a role",
+    "session-replication-role": "the checking session itself runs with"
+    " session_replication_role = replica",
     "function-missing": "a function sql/ defines is gone (or has other argument types)",
     "function-body": "a function's body differs from sql/",
     "function-security": "a function is SECURITY DEFINER when sql/ says invoker, or the reverse",
@@ -52,6 +53,8 @@ CODES: dict[str, str] = {
     "index-unknown": "an index neither the metadata nor an embedding model's HNSW index",
     "object-unknown": "a table, view, sequence, type, operator or other object sql/ and the"
     " metadata do not define is in schema memstore",
+    "extension-member": "an object in schema memstore belongs to an extension (ALTER EXTENSION"
+    " … ADD) that memstore did not install there",
     "rule-unknown": "a rule (which can rewrite or swallow statements) is on a memstore table",
     "owner-changed": "an object is owned by another role than the one sql/ and the migrations"
     " give it",

@@ -52,7 +52,9 @@ def _functions_in(conn: Connection, namespace: str) -> Functions:
         (
             "SELECT {columns} FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang"
             " WHERE p.pronamespace = {ns} AND NOT EXISTS (SELECT 1 FROM pg_depend e"
-            "   WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e')"
+            "   JOIN pg_extension x ON x.oid = e.refobjid"
+            "   WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e'"
+            "   AND x.extname = 'vector' AND x.extnamespace = p.pronamespace)"
         )
         .replace("{columns}", _FUNCTION_COLUMNS)
         .replace("{ns}", namespace),

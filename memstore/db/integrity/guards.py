@@ -1,9 +1,9 @@
 """Guards from sql/: the append-only triggers, row-level security and its policies, the views.
 
 - every trigger sql/ creates exists, is enabled and has that definition, and
-  no other trigger sits on a memstore table; ``session_replication_role``
-  (which silences ordinary triggers) is not set for the database, any role,
-  or this session;
+  no other trigger sits on a memstore table; ``session_replication_role =
+  replica`` (which silences ordinary triggers; ``local`` does not) is not set
+  for the database, any role, or this session;
 - every table has row-level security with exactly sql/'s policies; every view
   is exactly sql/'s and ``security_invoker``.
 
@@ -77,7 +77,14 @@ def trigger_problems(conn: Connection, expected: Definitions) -> list[Finding]:
 
 
 def _replication_problems(conn: Connection) -> list[Finding]:
-    """``session_replication_role`` set anywhere it would silence the triggers."""
+    """``session_replication_role = replica`` set anywhere: it silences the triggers.
+
+    Only ``replica`` does: under it ordinary (``ENABLE``) triggers and rules do
+    not fire, the append-only guards among them, nor the internal triggers
+    that enforce foreign keys. ``local`` fires the same triggers as
+    ``origin`` — all but those set to ``ENABLE REPLICA``, which are reported
+    as ``trigger-disabled`` anyway — so it is not a finding.
+    """
     problems = []
     replica = rows(
         conn,
@@ -88,7 +95,7 @@ def _replication_problems(conn: Connection) -> list[Finding]:
         " WHERE (s.setdatabase = 0 OR d.datname = current_database())"
         "   AND EXISTS (SELECT 1 FROM unnest(s.setconfig) AS c(setting)"
         "               WHERE c.setting ILIKE 'session_replication_role=%'"
-        "                 AND c.setting NOT ILIKE '%=origin')",
+        "                 AND lower(btrim(split_part(c.setting, '=', 2), ' \"')) = 'replica')",
     )
     for database, role in replica:
         problems.append(
@@ -99,7 +106,7 @@ def _replication_problems(conn: Connection) -> list[Finding]:
             )
         )
     session = conn.execute(sa.text("SELECT current_setting('session_replication_role')"))
-    if (value := session.scalar_one()) != "origin":
+    if (value := session.scalar_one()) == "replica":
         problems.append(
             Finding(
                 "session-replication-role",

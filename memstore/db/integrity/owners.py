@@ -23,19 +23,22 @@ SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'S' THEN 'sequence'
        'memstore.' || c.relname, pg_get_userbyid(c.relowner)
 FROM pg_class c WHERE c.relnamespace = 'memstore'::regnamespace
   AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
-  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_class'::regclass
-                  AND e.objid = c.oid AND e.deptype = 'e')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e JOIN pg_extension x ON x.oid = e.refobjid
+                  WHERE e.classid = 'pg_class'::regclass AND e.objid = c.oid AND e.deptype = 'e'
+                  AND x.extname = 'vector' AND x.extnamespace = c.relnamespace)
 UNION ALL
 SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner)
 FROM pg_proc p WHERE p.pronamespace = 'memstore'::regnamespace
-  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass
-                  AND e.objid = p.oid AND e.deptype = 'e')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e JOIN pg_extension x ON x.oid = e.refobjid
+                  WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e'
+                  AND x.extname = 'vector' AND x.extnamespace = p.pronamespace)
 UNION ALL
 SELECT 'type', 'memstore.' || t.typname, pg_get_userbyid(t.typowner) FROM pg_type t
 WHERE t.typnamespace = 'memstore'::regnamespace AND t.typrelid = 0
   AND NOT EXISTS (SELECT 1 FROM pg_type a WHERE a.typarray = t.oid)
-  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_type'::regclass
-                  AND e.objid = t.oid AND e.deptype = 'e')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e JOIN pg_extension x ON x.oid = e.refobjid
+                  WHERE e.classid = 'pg_type'::regclass AND e.objid = t.oid AND e.deptype = 'e'
+                  AND x.extname = 'vector' AND x.extnamespace = t.typnamespace)
 """
 
 

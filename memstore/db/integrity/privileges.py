@@ -34,8 +34,9 @@ SELECT CASE c.relkind WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view'
 FROM pg_class c CROSS JOIN LATERAL aclexplode(coalesce(c.relacl,
      acldefault(CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END::"char", c.relowner))) a
 WHERE c.relnamespace = 'memstore'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
-  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_class'::regclass
-                  AND e.objid = c.oid AND e.deptype = 'e')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e JOIN pg_extension x ON x.oid = e.refobjid
+                  WHERE e.classid = 'pg_class'::regclass AND e.objid = c.oid AND e.deptype = 'e'
+                  AND x.extname = 'vector' AND x.extnamespace = c.relnamespace)
 UNION ALL
 SELECT 'column', 'memstore.' || c.relname || '.' || t.attname, pg_get_userbyid(c.relowner),
        CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
@@ -49,8 +50,9 @@ SELECT 'function', p.oid::regprocedure::text, pg_get_userbyid(p.proowner),
        a.privilege_type, a.is_grantable
 FROM pg_proc p CROSS JOIN LATERAL aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
 WHERE p.pronamespace = 'memstore'::regnamespace
-  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass
-                  AND e.objid = p.oid AND e.deptype = 'e')
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e JOIN pg_extension x ON x.oid = e.refobjid
+                  WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e'
+                  AND x.extname = 'vector' AND x.extnamespace = p.pronamespace)
 UNION ALL
 SELECT 'schema', 'memstore', pg_get_userbyid(n.nspowner),
        CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type,
