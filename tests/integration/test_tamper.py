@@ -601,6 +601,27 @@ PLANTS = [
         "policy-unknown",
         "policy everything on memstore.edges is not defined in sql/",
     ),
+    # the check itself must survive what it looks for
+    (
+        "table-dropped",
+        "DROP TABLE memstore.activations CASCADE",
+        "table-missing",
+        "table memstore.activations is missing",
+    ),
+    (
+        "extension-member",
+        "CREATE FUNCTION memstore.hidden() RETURNS bigint LANGUAGE sql SECURITY DEFINER"
+        " AS 'SELECT count(*) FROM memstore.nodes';"
+        " ALTER EXTENSION vector ADD FUNCTION memstore.hidden()",
+        "extension-member",
+        "function memstore.hidden() is a member of extension vector",
+    ),
+    (
+        "sequence-owned-by-table",
+        "CREATE SEQUENCE memstore.planted_seq OWNED BY memstore.nodes.id",
+        "object-unknown",
+        "sequence memstore.planted_seq is not defined",
+    ),
 ]
 
 
@@ -613,6 +634,20 @@ def test_each_tampering_is_a_named_finding(engine, tamper, code, text):
     named = [f for f in found if f.code == code]
     assert any(text in f.message for f in named), found
     assert code in integrity.CODES
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "ALTER ROLE memstore_app SET session_replication_role = local",
+        "ALTER DATABASE {db} SET session_replication_role = local",
+        "SET LOCAL session_replication_role = local",
+    ],
+    ids=["role", "database", "session"],
+)
+def test_replication_role_local_is_not_a_finding(engine, tamper):
+    """``local`` fires every trigger ``origin`` does (ENABLE REPLICA ones are trigger-disabled)."""
+    assert _planted(engine, tamper) == []
 
 
 def test_a_migrated_database_with_roles_applied_is_clean(engine, roles_url):

@@ -1,0 +1,160 @@
+"""Roles from roles.py: the attributes it sets, the memberships it grants, no settings.
+
+``NOSUPERUSER``, ``NOBYPASSRLS``, ``NOLOGIN`` for ``memstore_redactor`` …;
+``memstore_redactor`` granted only to ``memstore_owner``, the confined roles
+members of nothing; no per-role settings on the confined roles
+(``statement_timeout``, ``default_transaction_read_only``, ``search_path`` …)
+and no database-wide setting that locks the service out.
+
+Roles that do not exist are not checked: a deployment that never ran
+``memstore db roles`` has no ``memstore_app`` to misconfigure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memstore.db import roles
+from memstore.db.integrity.catalog import rows
+from memstore.db.integrity.codes import Finding
+from memstore.db.integrity.definitions import ATTRIBUTES, CONFINED, REDACTOR, RoleDefinitions
+
+
+def existing_roles(conn: Connection) -> dict[str, dict[str, Any]]:
+    """The memstore roles that exist, by name: their pg_roles attributes."""
+    names = sorted({*roles.ROLES, REDACTOR})
+    found = conn.execute(
+        sa.text(
+            "SELECT rolname, rolsuper, rolbypassrls, rolcreatedb, rolcreaterole, rolreplication,"
+            " rolcanlogin, rolinherit FROM pg_roles WHERE rolname = ANY(:names)"
+        ),
+        {"names": names},
+    ).mappings()
+    return {str(r["rolname"]): dict(r) for r in found}
+
+
+# Database-wide settings (for every role) that lock the service out.
+_LOCKOUT = {
+    "default_transaction_read_only": ("on", "true", "yes", "1"),
+    "transaction_read_only": ("on", "true", "yes", "1"),
+    "row_security": ("off", "false", "no", "0"),
+}
+
+
+def role_problems(
+    conn: Connection, role_defs: RoleDefinitions, existing: dict[str, dict[str, Any]]
+) -> list[Finding]:
+    """Role attributes, memberships and settings roles.py does not give."""
+    return [
+        *_attribute_problems(role_defs, existing),
+        *_membership_problems(conn, role_defs),
+        *_setting_problems(conn, role_defs),
+    ]
+
+
+def _attribute_problems(
+    role_defs: RoleDefinitions, existing: dict[str, dict[str, Any]]
+) -> list[Finding]:
+    problems = []
+    for role, wanted in sorted(role_defs.attributes.items()):
+        if role not in existing:
+            continue
+        for column, value in sorted(wanted.items()):
+            if existing[role][column] != value:
+                word = next(k for k, v in ATTRIBUTES.items() if v == column)
+                have = word if existing[role][column] else f"NO{word}"
+                problems.append(
+                    Finding(
+                        "role-attribute",
+                        f"role {role} has {have}; roles.py gives it {'' if value else 'NO'}{word}",
+                    )
+                )
+    return problems
+
+
+def _membership_problems(conn: Connection, role_defs: RoleDefinitions) -> list[Finding]:
+    problems = []
+    modern = int(str(conn.execute(sa.text("SHOW server_version_num")).scalar())) >= 160000
+    options = (
+        "m.admin_option, m.inherit_option, m.set_option, m.grantor = 10"
+        if modern
+        else "m.admin_option, true, true, false"
+    )
+    for role, member, admin, inherit, set_, bootstrap in rows(
+        conn,
+        (
+            "SELECT r.rolname, u.rolname, {options} FROM pg_auth_members m"
+            " JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles u ON u.oid = m.member"
+            " WHERE r.rolname = :redactor OR u.rolname = ANY(:confined) ORDER BY 1, 2"
+        ).replace("{options}", options),
+        redactor=REDACTOR,
+        confined=list(CONFINED),
+    ):
+        if (role, member) in role_defs.memberships:
+            continue
+        if role == REDACTOR:
+            # PostgreSQL 16+ records who created a role (a CREATEROLE admin on a
+            # managed service) as a member WITH ADMIN only, granted by the
+            # bootstrap superuser: that member cannot act as the role.
+            if bootstrap and admin and not inherit and not set_:
+                continue
+            problems.append(
+                Finding(
+                    "redactor-member",
+                    f"memstore_redactor is granted to {member}: {member} can blank content"
+                    " past the append-only guard",
+                )
+            )
+        else:
+            problems.append(
+                Finding(
+                    "role-membership",
+                    f"{member} is a member of {role}: it gains privileges roles.py does not grant",
+                )
+            )
+    return problems
+
+
+def _setting_problems(conn: Connection, role_defs: RoleDefinitions) -> list[Finding]:
+    problems = []
+    for role, database, settings in rows(
+        conn,
+        "SELECT coalesce(r.rolname, ''), coalesce(d.datname, '(all databases)'), s.setconfig"
+        " FROM pg_db_role_setting s"
+        " LEFT JOIN pg_database d ON d.oid = s.setdatabase"
+        " LEFT JOIN pg_roles r ON r.oid = s.setrole"
+        " WHERE (s.setdatabase = 0 OR d.datname = current_database())"
+        "   AND (s.setrole = 0 OR r.rolname = ANY(:confined)) ORDER BY 1, 2",
+        confined=list(CONFINED),
+    ):
+        for setting in settings or []:
+            key, _, setting_value = str(setting).partition("=")
+            key = key.lower()
+            if key == "session_replication_role":
+                continue  # reported as replication-role
+            if role:
+                if key in role_defs.settings.get(role, set()):
+                    continue
+                problems.append(
+                    Finding(
+                        "role-setting",
+                        f"role {role} has {key} = {setting_value} in database {database}:"
+                        " roles.py sets nothing for it, and such settings can lock the service"
+                        " out or change what it does",
+                    )
+                )
+            elif setting_value.lower() in _LOCKOUT.get(key, ()):
+                problems.append(
+                    Finding(
+                        "database-setting",
+                        f"{key} = {setting_value} is set for every role in database {database}:"
+                        " it locks the service out",
+                    )
+                )
+    return problems
+
+
+__all__ = ["existing_roles", "role_problems"]
