@@ -5,7 +5,7 @@ Without a URL, ``open()`` starts the embedded PostgreSQL:
 >>> from memstore import MemoryStore
 >>> store = MemoryStore.open()          # doctest: +SKIP
 >>> store.status().schema_revision      # doctest: +SKIP
-'0016'
+'0020'
 >>> store.close()                       # doctest: +SKIP
 """
 
