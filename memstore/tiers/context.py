@@ -109,7 +109,9 @@ class ContextRequest(BaseModel):
     def _known_sections(self) -> ContextRequest:
         unknown = set(self.allocation) - set(SECTIONS)
         if unknown:
-            raise ValueError(f"unknown sections {sorted(unknown)}: use {list(SECTIONS)}")
+            named = sorted(unknown)[:5]  # a bounded message, however many keys were sent
+            more = f" and {len(unknown) - len(named)} more" if len(unknown) > len(named) else ""
+            raise ValueError(f"unknown sections {named}{more}: use {list(SECTIONS)}")
         if sum(self.allocation.values()) > 1.0 + 1e-9:
             raise ValueError("the allocation's shares add up to more than 1")
         if not self.query.strip():
