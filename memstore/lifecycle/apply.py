@@ -371,6 +371,9 @@ class Applying:
             ),
             importance=op.salience,
             confidence=op.confidence,
+            # It carries its sources' anchors (their words): never readable
+            # below the most private of them.
+            privacy=max((source.privacy for source in sources.values()), default=0),
         )
         edges = [self._link(durable.id, source, "distills") for source in op.sources]
         tombstones = self._account(op.sources, f"distilled into durable memory {durable.id}")

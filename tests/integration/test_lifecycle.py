@@ -294,6 +294,26 @@ def test_distilling_cites_its_sources_and_unions_their_anchors(ns, database_url)
         assert ns.get(source).status is NodeStatus.TOMBSTONED
 
 
+def test_a_distilled_memory_is_as_private_as_its_most_private_source(ns):
+    """It carries its sources' anchors: a secret's words must not become readable below it."""
+    secret = {**record("Maya's diagnosis is private", anchors=("clinic letter",)), "privacy": 3}
+    receipt = ns.apply(
+        [record("Maya skipped the dinner"), secret], phase="rumination", actor="agent"
+    )
+    assert receipt.applied, receipt.summary()
+    sources = [r.nodes[0] for r in receipt.results]
+    distilled = ns.apply(
+        [{"op": "distill", "sources": sources, "anatomy": anatomy("Maya", "Maya is unwell")}],
+        phase="sleep",
+        actor="sleeper",
+    )
+    assert distilled.applied, distilled.summary()
+    memory = ns.get(distilled.written[0])
+    assert "clinic letter" in memory.data["anatomy"]["anchors"]
+    assert memory.privacy == 3
+    assert distilled.written[0] not in {hit.node.id for hit in ns.recall("Maya", privacy_ceiling=0)}
+
+
 # --- review and identity -----------------------------------------------------------------------
 
 
