@@ -594,6 +594,10 @@ class Namespace:
         Fields not given in ``changes`` are copied from the old version. Edges
         stay on the version they were written for; reads follow supersession
         to the current version. ``actor`` (in changes) is recorded on the link.
+        A revision the memory already holds (its current version says
+        ``content`` with every field of ``changes``) writes nothing and returns
+        that version, even when ``node_id`` is an older one: a script that
+        remembers and revises a fact can run twice.
         """
         with self.transaction() as tx:
             return tx.revise(node_id, content, reason=reason, **changes)

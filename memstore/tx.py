@@ -35,7 +35,7 @@ from memstore.errors import (
     ProtectedNodeError,
 )
 from memstore.graph import lineage as lineage_sql
-from memstore.graph.content import checked_content, checked_data
+from memstore.graph.content import checked_content, checked_data, normalise
 from memstore.graph.edges import insert_edge
 from memstore.graph.locks import LineageLocks
 from memstore.graph.nodes import remember_node, remember_params
@@ -317,7 +317,15 @@ class NamespaceTransaction:
         checked_data(changes.get("data"), limit=self.namespace.settings.max_data_bytes)
         node_id = checked_id(node_id)
         self.locks.lock([node_id])
-        old = self.current(node_id)
+        try:
+            old = self.current(node_id)
+        except NodeSupersededError as stale:
+            # A script that remembers a fact and revises it, run again: the
+            # memory already says this, so the revision is done, not refused.
+            done = self._already_revised(stale.current_id, content, changes)
+            if done is None:
+                raise
+            return done
         if old.protected and not self._may(Rights.PROTECTED):
             raise ProtectedNodeError(
                 f"node {node_id} is protected: only ns.cultivate(...) may revise it",
@@ -337,6 +345,8 @@ class NamespaceTransaction:
         row = self._remember(item, text, None)
         new_id = int(row["id"])
         if new_id == old.id:
+            if self._holds(old, text, changes):
+                return old  # nothing to revise: it already says this
             raise InvalidInputError(
                 f"the revision of node {old.id} is identical to it", field="content"
             )
@@ -355,6 +365,31 @@ class NamespaceTransaction:
         )
         self._audited("revise", old.id, new_id, protected=old.protected)
         return self.node(new_id)
+
+    def _already_revised(
+        self, current_id: int | None, content: str, changes: dict[str, Any]
+    ) -> Node | None:
+        """The current version ``current_id`` if it already holds ``content`` and ``changes``."""
+        if current_id is None:
+            return None
+        text = checked_content(content, limit=self.namespace.settings.max_content_bytes)
+        self.locks.lock([current_id])
+        latest = self.node(current_id)
+        if latest.status is not NodeStatus.CURRENT or not self._holds(latest, text, changes):
+            return None
+        return latest
+
+    @staticmethod
+    def _holds(node: Node, text: str, changes: dict[str, Any]) -> bool:
+        """Whether ``node`` already says ``text`` with every field of ``changes``."""
+        if normalise(node.content) != normalise(text):
+            return False
+        fields = type(node).model_fields
+        return all(
+            key in fields and getattr(node, key) == value
+            for key, value in changes.items()
+            if key != "actor"  # who asked is recorded on a supersession, not on the node
+        )
 
     def forget(
         self,

@@ -248,12 +248,34 @@ def test_revise_refuses_old_forgotten_and_identical_versions(ns, database_url):
     with pytest.raises(NodeTombstonedError):
         ns.revise(gone.id, "resurrected", reason="no")
     with pytest.raises(InvalidInputError, match="identical"):
-        ns.revise(new.id, "v2  of a fact", reason="no change")
+        ns.revise(new.id, "v2  of a fact", reason="a label cannot ride on no change", label="x")
     with pytest.raises(InvalidInputError, match="reason"):
         ns.revise(new.id, "v3", reason=" ")
     with pytest.raises(NodeNotFoundError):
         ns.revise(10**15, "x", reason="r")
     assert row_counts(database_url) == before
+
+
+def test_a_revision_the_memory_already_holds_is_done_not_refused(ns, database_url):
+    """A script that remembers and revises runs twice (the README's quickstart)."""
+    for _ in range(2):
+        old = ns.remember("Alice lives in Lisbon", kind="semantic", source="chat:42")
+        before = row_counts(database_url)
+        new = ns.revise(old.id, "Alice lives in Porto", reason="she moved")
+        assert new.content == "Alice lives in Porto" and new.status is NodeStatus.CURRENT
+    # The second run revised a superseded version to what its current one says:
+    # that version came back, and nothing was written.
+    assert row_counts(database_url) == before
+    assert [n.id for n in ns.lineage(old.id)] == [old.id, new.id]
+    # Revising the current version to what it already says returns it, too.
+    assert ns.revise(new.id, "Alice  lives in Porto", reason="again").id == new.id
+    assert row_counts(database_url) == before
+    # Anything else on a stale id is still refused, naming the current version.
+    with pytest.raises(NodeSupersededError) as stale:
+        ns.revise(old.id, "Alice lives in Braga", reason="moved again")
+    assert stale.value.current_id == new.id
+    with pytest.raises(NodeSupersededError):
+        ns.revise(old.id, "Alice lives in Porto", reason="relabel", label="home")
 
 
 def test_forget_hides_a_node_and_is_written_once(ns):
