@@ -329,7 +329,8 @@ def header(run: Run) -> str:
         " [benchmarks/README.md](../benchmarks/README.md). Measurements of earlier sessions"
         " that this suite does not repeat (the LoCoMo fusion-weight sweep and BM25 choice,"
         " activation on LoCoMo, cost breakdowns statement by statement, how the pull got"
-        " faster) are in [benchmark-notes.md](benchmark-notes.md), each with its own command.",
+        " faster, the cost of an erasure) are in [benchmark-notes.md](benchmark-notes.md),"
+        " each with its own command.",
     ]
     if failed:
         lines += ["", f"**Parts that failed in this run** (see build/bench/*.log): {failed}."]
