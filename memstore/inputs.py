@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import enum
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -10,6 +14,47 @@ from memstore.errors import InvalidInputError
 from memstore.models import BIGINT_MAX, BIGINT_MIN, Layer, RowId, Unit, check_clean
 
 M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Unchanged(enum.Enum):
+    """The default of a revision's fields: the new version keeps the old version's value."""
+
+    KEEP = "keep"
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = Unchanged.KEEP
+
+
+def given(values: Mapping[str, Any], *leave_out: str) -> dict[str, Any]:
+    """A verb's keyword fields as a dict for its model: ``values`` (the verb's ``locals()``
+    on entry) without ``leave_out`` and without the fields left at :data:`KEEP`."""
+    return {
+        name: value for name, value in values.items() if name not in leave_out and value is not KEEP
+    }
+
+
+def known_keywords(verb: Callable[P, R]) -> Callable[P, R]:
+    """Refuse a keyword ``verb`` does not name with :class:`InvalidInputError`, as the
+    pydantic model behind it would (extra fields are forbidden), not with Python's
+    ``TypeError``; the signature (``inspect.signature``, type checkers) stays ``verb``'s."""
+    parameters = inspect.signature(verb).parameters.values()
+    named = {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+    @functools.wraps(verb)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = sorted(set(kwargs) - named)
+        if unknown:
+            raise InvalidInputError(
+                f"{unknown[0]}: Extra inputs are not permitted", field=unknown[0]
+            )
+        return verb(*args, **kwargs)
+
+    return checked
 
 
 class LinkInput(BaseModel):

@@ -55,7 +55,7 @@ from memstore.models import (
 from memstore.tiers.common import current_entries
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
 
 
 def check_direct(item: MemoryInput, *, field: str = "tier") -> None:
@@ -124,7 +124,7 @@ class NamespaceTransaction:
     transaction the lifecycle package sanctions (:meth:`sanctioned`).
     """
 
-    namespace: Namespace
+    namespace: Scope
     conn: Connection
     id: int
     name: str
@@ -132,7 +132,7 @@ class NamespaceTransaction:
 
     def __init__(
         self,
-        namespace: Namespace,
+        namespace: Scope,
         conn: Connection,
         *,
         privacy_ceiling: int | None = None,

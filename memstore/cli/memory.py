@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.progress import Progress
@@ -90,7 +90,7 @@ def remember(
     with open_store(ctx) as store:
         node = store.namespace(namespace).remember(
             content,
-            kind=kind,
+            kind=cast(Kind, kind),  # checked by MemoryInput, like every field
             node_type=node_type,
             label=label,
             importance=importance,

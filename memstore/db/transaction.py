@@ -107,16 +107,21 @@ def namespace_transaction(
     see and change only this namespace's rows, and nodes up to the ceiling.
     Every namespace-scoped transaction of the service opens here.
     """
-    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
-    statement = scope_statement(namespace_id, ceiling)
     with transaction(engine) as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        try:
-            raw.execute(statement)
-        except psycopg.Error as exc:
-            raise translate_db_error(exc) from exc
+        declare_scope(conn, namespace_id, privacy_ceiling)
         yield conn
+
+
+def declare_scope(conn: Connection, namespace_id: int, privacy_ceiling: int | None) -> None:
+    """Declare the namespace and privacy ceiling (default: every level) of ``conn``'s open
+    transaction: its first statement, before any read or write of the namespace."""
+    ceiling = PRIVACY_MAX if privacy_ceiling is None else privacy_ceiling
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    try:
+        raw.execute(scope_statement(namespace_id, ceiling))
+    except psycopg.Error as exc:
+        raise translate_db_error(exc) from exc
 
 
 class PipelinedTransaction:

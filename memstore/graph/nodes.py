@@ -279,6 +279,12 @@ def _write_vectors(
         )
 
 
+def analyze_nodes(conn: Connection) -> None:
+    """Fresh planner statistics for the node and vector tables now, not when autovacuum
+    gets round to it: recall plans over unanalysed tables can be quadratic."""
+    conn.exec_driver_sql("ANALYZE memstore.nodes, memstore.embeddings")
+
+
 def may_copy_directly(conn: Connection) -> bool:
     """Whether the connected role may COPY straight into nodes and embeddings.
 

@@ -24,13 +24,13 @@ from .facts import VISIBLE_UNDER_CEILING, to_proposal
 from .service import apply, checked_actor
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
 
 
 class Review:
     """``ns.review``: pending proposals, and the reviewer's two verbs."""
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope):
         self.ns = ns
 
     def pending(self, *, limit: int = 100, privacy_ceiling: int | None = None) -> list[Proposal]:

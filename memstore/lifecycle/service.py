@@ -45,7 +45,7 @@ from .audit import write_operations
 from .rights import LAW, sanction
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
     from memstore.tx import NamespaceTransaction
 
 POLICY_TYPE = "NamespacePolicy"
@@ -61,7 +61,7 @@ def checked_actor(actor: object, default: str | None = None) -> str:
     return name
 
 
-def _checked_batch(ns: Namespace, ops: object, limit: int = MAX_BATCH_CEILING) -> list[Any]:
+def _checked_batch(ns: Scope, ops: object, limit: int = MAX_BATCH_CEILING) -> list[Any]:
     """``ops`` as a list, refused before any operation is parsed when it holds more than
     ``limit`` operations or an operation given as JSON text is longer than
     :func:`operation_bytes_limit`: a million operations cost one ``len``, not a million parses."""
@@ -83,7 +83,7 @@ def _checked_batch(ns: Namespace, ops: object, limit: int = MAX_BATCH_CEILING) -
     return batch
 
 
-def operation_bytes_limit(ns: Namespace) -> int:
+def operation_bytes_limit(ns: Scope) -> int:
     """The longest JSON text one operation may be: room for its content and data at their
     limits, escaped (``\\uXXXX`` makes text longer), and its other fields."""
     return 4 * (ns.settings.max_content_bytes + ns.settings.max_data_bytes)
@@ -106,7 +106,7 @@ def _checked_phase(phase: object) -> Phase:
 
 
 def apply(
-    ns: Namespace, ops: Sequence[Any], *, phase: Phase, actor: str | None, atomic: bool
+    ns: Scope, ops: Sequence[Any], *, phase: Phase, actor: str | None, atomic: bool
 ) -> Receipt:
     """See :meth:`memstore.namespace.Namespace.apply`."""
     batch = _checked_batch(ns, ops)
@@ -134,7 +134,7 @@ class _Residue(Exception):
 
 
 def sleep(
-    ns: Namespace,
+    ns: Scope,
     ops: Sequence[Any] | None,
     *,
     forced: bool,
@@ -255,7 +255,7 @@ def incubations(tx: NamespaceTransaction) -> dict[str, int]:
 
 
 def cultivate(
-    ns: Namespace,
+    ns: Scope,
     node_id: int,
     content: str | None,
     *,
@@ -317,7 +317,7 @@ def read_policy(tx: NamespaceTransaction) -> Policy:
 
 
 def set_policy(
-    ns: Namespace, policy: Policy | dict[str, Any], *, reason: str, actor: str | None
+    ns: Scope, policy: Policy | dict[str, Any], *, reason: str, actor: str | None
 ) -> Policy:
     """See :meth:`memstore.namespace.Namespace.set_policy`."""
     reason = checked_reason(reason)

@@ -21,7 +21,7 @@ from memstore.graph.rows import node_columns, to_node, within_ceiling
 from memstore.models import MemoryInput, Node, NodeStatus
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
     from memstore.tx import NamespaceTransaction
 
 TIMELINE = "timeline"
@@ -49,7 +49,7 @@ def is_current(namespace_id: int) -> sa.ColumnElement[bool]:
 
 def current_entries(
     conn: Connection,
-    ns: Namespace,
+    ns: Scope,
     tier: str,
     *,
     label: str | None = None,
@@ -78,7 +78,7 @@ def current_entries(
     return [to_node(row, ns.name) for row in conn.execute(query).mappings()]
 
 
-def count_current(conn: Connection, ns: Namespace, tier: str) -> int:
+def count_current(conn: Connection, ns: Scope, tier: str) -> int:
     """How many current nodes a tier holds, up to the transaction's privacy ceiling."""
     return int(
         conn.execute(

@@ -15,7 +15,7 @@ from memstore.models import MemoryInput, Node
 from memstore.tiers.common import CONSOLIDATION, current_entries, is_current, now
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
 
 EVENT = "ConsolidationEvent"
 
@@ -36,7 +36,7 @@ class Consolidation:
     The summary is the content (so recall finds it); the counts are in data.
     """
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope):
         self.ns = ns
 
     def record(self, messages_consolidated: int, summary: str, context_length: int) -> Node:

@@ -37,7 +37,8 @@ from memstore.recall.injection import memory_signals
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.recall import Recaller
+    from memstore.services.scope import Scope
 
 TokenCounter = Callable[[str], int]
 
@@ -307,7 +308,9 @@ TIER_CANDIDATES = {session: _tier_candidates(session) for session in (False, Tru
 REDACTED_COUNT = sql.SQL(QUERIES["redacted_count"])
 
 
-def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) -> Gathered:
+def gather(
+    ns: Scope, recaller: Recaller, request: ContextRequest, timings: dict[str, float]
+) -> Gathered:
     """Every section's candidates and what the warnings need, in one transaction.
 
     The recall, the tiers' own candidates and the redactions count travel in
@@ -332,7 +335,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
     # it, context.sql's reads by the ceiling this transaction declares.
     with ns.reading(privacy_ceiling=ceiling) as tx:
         started = time.perf_counter()
-        run = ns.plan_recall(spec, vector, tx.conn)
+        run = recaller.plan(spec, vector, tx.conn)
         raw = tx.conn.connection.driver_connection
         assert raw is not None
         tier_params = {
@@ -358,7 +361,7 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
             tier_rows = tiered.fetchall()
             count = counted.fetchone()
         redacted = int(count[0]) if count else 0
-        ns.learn_from_recall(recall_rows)
+        recaller.learn(recall_rows)
         # The hits stay rows: a packet shows few of them, and builds what it shows.
         top = recall_ranked(recall_rows, spec, ns.embedder)
         relevance = {r.row["id"]: (r.score, r.rank) for r in top}
@@ -420,7 +423,8 @@ def gather(ns: Namespace, request: ContextRequest, timings: dict[str, float]) ->
 
 
 def assemble(
-    ns: Namespace,
+    ns: Scope,
+    recaller: Recaller,
     request: ContextRequest,
     token_counter: TokenCounter,
 ) -> ContextPacket:
@@ -428,7 +432,7 @@ def assemble(
     section within its share, let unused budget flow, then trim until the rendered text
     fits ``budget_tokens`` under ``token_counter``."""
     timings: dict[str, float] = {}
-    found = gather(ns, request, timings)
+    found = gather(ns, recaller, request, timings)
     candidates = found.candidates
     started = time.perf_counter()
     budget = request.budget_tokens
@@ -545,7 +549,7 @@ def _drop_last(sections: list[ContextSection]) -> list[ContextSection]:
     return sections
 
 
-def _warnings(ns: Namespace, chosen: Mapping[str, list[ContextItem]], found: Gathered) -> list[str]:
+def _warnings(ns: Scope, chosen: Mapping[str, list[ContextItem]], found: Gathered) -> list[str]:
     ids = {item.id for items in chosen.values() for item in items}
     warnings: list[str] = []
     flagged = [item.id for items in chosen.values() for item in items if item.instruction_signals]

@@ -37,7 +37,8 @@ from memstore.tiers.common import (
 )
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.recall import Recaller
+    from memstore.services.scope import Scope
     from memstore.tx import NamespaceTransaction
 
 LESSON_TYPE = "Lesson"
@@ -138,8 +139,9 @@ class Lessons:
     1
     """
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope, recaller: Recaller):
         self.ns = ns
+        self.recaller = recaller
 
     # --- writing ----------------------------------------------------------------
 
@@ -288,7 +290,7 @@ class Lessons:
         (up to ``privacy_ceiling``)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError("limit must be an integer from 1 to 1000", field="limit")
-        return self.ns.recall(
+        return self.recaller.recall(
             query,
             k=limit,
             tiers=[LESSONS],
@@ -328,7 +330,7 @@ class Lessons:
         """Ids to compare a rule with; None means every current lesson."""
         if self.count(privacy_ceiling=privacy_ceiling) <= COMPARE_ALL_MAX:
             return None
-        hits = self.ns.recall(
+        hits = self.recaller.recall(
             rule,
             k=RECALL_CANDIDATES,
             tiers=[LESSONS],

@@ -32,7 +32,7 @@ from memstore.tiers.common import (
 )
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
     from memstore.tx import NamespaceTransaction
 
 PROCEDURE_TYPE = "Procedure"
@@ -130,7 +130,7 @@ class Procedures:
     [<NodeStatus.SUPERSEDED: 'superseded'>, <NodeStatus.CURRENT: 'current'>]
     """
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope):
         self.ns = ns
 
     # --- writing ----------------------------------------------------------------

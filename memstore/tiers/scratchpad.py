@@ -18,7 +18,7 @@ from memstore.tiers.common import (
 )
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
 
 PIN = "Pin"
 
@@ -45,7 +45,7 @@ class Scratchpad:
     (the old value stays, superseded); unpinning writes a tombstone.
     """
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope):
         self.ns = ns
 
     def pin(self, key: str, value: str) -> Node:

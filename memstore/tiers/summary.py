@@ -14,7 +14,7 @@ from memstore.inputs import checked_reason
 from memstore.models import EmbeddingStatus
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.scope import Scope
 
 STATUSES = ("current", "superseded", "tombstoned", "redacted")
 
@@ -100,7 +100,7 @@ class NamespaceSummary(BaseModel):
         return "\n".join(lines)
 
 
-def summarise(ns: Namespace, privacy_ceiling: int | None = None) -> NamespaceSummary:
+def summarise(ns: Scope, privacy_ceiling: int | None = None) -> NamespaceSummary:
     """Count the namespace's nodes per tier and status; read vector freshness.
 
     Only nodes up to ``privacy_ceiling`` (default: the store's) are counted:
@@ -124,7 +124,7 @@ def summarise(ns: Namespace, privacy_ceiling: int | None = None) -> NamespaceSum
     )
 
 
-def clear(ns: Namespace, reason: str, actor: str | None) -> int:
+def clear(ns: Scope, reason: str, actor: str | None) -> int:
     """Tombstone every current node of the namespace; returns how many. Nothing is deleted.
 
     Protected nodes (identity, values) stay: only ``ns.cultivate(...)`` retires them.

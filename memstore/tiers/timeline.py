@@ -16,7 +16,8 @@ from memstore.models import Hit, MemoryInput, Node
 from memstore.tiers.common import TIMELINE, count_current, current_entries, lock_key, now
 
 if TYPE_CHECKING:
-    from memstore.namespace import Namespace
+    from memstore.services.recall import Recaller
+    from memstore.services.scope import Scope
 
 TURN = "Turn"  # memstore/recall/injection.py's TURN_TYPE: the turn's prefix is not scanned
 # How strongly a turn calls up the next one (and, followed backwards, the one before).
@@ -44,8 +45,9 @@ class Timeline:
     the same node.
     """
 
-    def __init__(self, ns: Namespace):
+    def __init__(self, ns: Scope, recaller: Recaller):
         self.ns = ns
+        self.recaller = recaller
 
     def ingest_turn(
         self, role: str, content: str, session_id: str, *, at: datetime | None = None
@@ -104,7 +106,9 @@ class Timeline:
         self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None
     ) -> list[Hit]:
         """Turns relevant to ``query`` (hybrid: full text and semantic), up to the ceiling."""
-        return self.ns.recall(query, k=limit, tiers=[TIMELINE], privacy_ceiling=privacy_ceiling)
+        return self.recaller.recall(
+            query, k=limit, tiers=[TIMELINE], privacy_ceiling=privacy_ceiling
+        )
 
     def entry_count(self, *, privacy_ceiling: int | None = None) -> int:
         """Current turns in the timeline, up to ``privacy_ceiling`` (default: the store's)."""

@@ -51,6 +51,8 @@ def test_the_wheel_ships_migrations_and_sql(wheel):
     assert "memstore/recall/recall.sql" in names
     assert "memstore/_resources/sql/05_neighbourhood.sql" in names
     assert "memstore/activation/learning.sql" in names
+    # Type checkers read the package's annotations (PEP 561).
+    assert "memstore/py.typed" in names
 
 
 @pytest.mark.slow

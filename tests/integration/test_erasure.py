@@ -15,6 +15,7 @@ import hashlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -93,7 +94,7 @@ def _plant(ns: Namespace) -> Memory:
     """A memory with the token in every field a caller can write, and its surroundings."""
     t = TOKEN
     bystander = ns.remember("The office plant needs water on Mondays", kind="semantic").id
-    fields = dict(
+    fields: dict[str, Any] = dict(
         kind="working",
         node_type=f"Type-{t}",
         tier=f"tier-{t}",
@@ -107,7 +108,7 @@ def _plant(ns: Namespace) -> Memory:
     )
     # Edges both ways, on each version while it was current (they stay on it
     # once it is superseded), one of them forgotten.
-    provenance = dict(source=f"src-{t}", actor=f"linker-{t}", run_id=f"run-{t}")
+    provenance: dict[str, Any] = dict(source=f"src-{t}", actor=f"linker-{t}", run_id=f"run-{t}")
     first = ns.remember(f"Maya told me {t} about her diagnosis", **fields)
     ns.link(first.id, bystander, relation=f"rel-{t}", **provenance)
     second = ns.revise(

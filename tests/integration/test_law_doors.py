@@ -90,9 +90,9 @@ def test_rights_are_granted_by_the_lifecycle_package_only(ns):
         with pytest.raises(PermissionError):
             tx.sanctioned(Rights.PROTECTED, key=object(), audit=lambda *a: None)
         with pytest.raises(PermissionError):
-            NamespaceTransaction(ns, tx.conn, _rights=Rights.PROTECTED)
+            NamespaceTransaction(ns._scope, tx.conn, _rights=Rights.PROTECTED)
         with pytest.raises(PermissionError):
-            NamespaceTransaction(ns, tx.conn, _rights=Rights.LIFECYCLE, _key=object())
+            NamespaceTransaction(ns._scope, tx.conn, _rights=Rights.LIFECYCLE, _key=object())
 
 
 def test_cultivate_writes_its_audit_row_with_the_change(ns, database_url):

@@ -17,7 +17,7 @@ import pytest
 from memstore import MemoryStore
 from memstore.embedding import HashingEmbedder
 from memstore.errors import InvalidInputError, NodeNotFoundError, ProcedureNotFoundError
-from memstore.namespace import NAME_MAX_BYTES
+from memstore.services.scope import NAME_MAX_BYTES
 
 
 def stored(url: str, name: str) -> bool:

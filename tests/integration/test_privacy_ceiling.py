@@ -71,12 +71,6 @@ HELPERS: dict[str, dict[str, str]] = {
         "namespace": "hands out a handle; reads nothing (its verbs take the ceiling)",
         "transaction": "a raw connection for operators, outside any namespace",
     },
-    "Namespace": {
-        "recall_in": "runs a validated RecallQuery, which carries its ceiling",
-        "plan_recall": "plans a validated RecallQuery, which carries its ceiling",
-        "learn_from_recall": "keeps term counts from rows already read",
-        "vectors": "embeds text; reads no database",
-    },
     "NamespaceTransaction": {
         "raise_missing": "raises the not-found error; reads nothing",
         "sanctioned": "hands the lifecycle package this transaction with rights; reads nothing",

@@ -111,7 +111,7 @@ def test_every_mode_answers_through_the_one_round_trip_read(alone):
 
 
 def test_a_failed_read_rolls_back_and_the_connection_serves_the_next(alone):
-    engine = alone._engine
+    engine = alone._scope.engine
     with pytest.raises(DatabaseError, match="division by zero"):
         in_one_round_trip(engine, alone.id, sql.SQL("SELECT 1 / 0"), {})
     for _ in range(3):  # whichever pooled connection comes next
@@ -186,8 +186,8 @@ def _scores(ns):
 
 def _afresh(ns, terms=None):
     """Read the namespace's statistics again, with ``terms`` (default: estimated anew)."""
-    ns._cached_stats = None
-    ns._term_counts = terms if terms is not None else TermCounts()
+    ns._recall.cached_stats = None
+    ns._recall.term_counts = terms if terms is not None else TermCounts()
 
 
 def _counted_scores(ns):
@@ -201,12 +201,12 @@ def _counted_scores(ns):
 def test_a_common_terms_count_is_sampled_and_reused_with_the_same_ranking(wordy):
     counted = _counted_scores(wordy)
     _afresh(wordy)
-    wordy._common_terms(wordy._stats())  # sampled: the whole namespace, it is small
-    assert wordy._term_counts.offered("harbours") == (["harbour"], [COMMON + 3])
-    assert wordy._term_counts.offered("lighthouses") == ([], [])  # rare: counting is cheap
+    wordy._recall.common_terms(wordy._recall.stats())  # sampled: the whole namespace, it is small
+    assert wordy._recall.term_counts.offered("harbours") == (["harbour"], [COMMON + 3])
+    assert wordy._recall.term_counts.offered("lighthouses") == ([], [])  # rare: counting is cheap
     assert _scores(wordy) == counted
     # The statement takes the offered count: a wrong one changes the scores...
-    wordy._term_counts.learn({"harbour": 1})
+    wordy._recall.term_counts.learn({"harbour": 1})
     assert _scores(wordy) != counted
     # ...until the counts are estimated again.
     _afresh(wordy)
@@ -215,27 +215,27 @@ def test_a_common_terms_count_is_sampled_and_reused_with_the_same_ranking(wordy)
 
 def test_a_common_terms_count_is_kept_until_the_namespace_grows(wordy):
     _afresh(wordy)
-    wordy._common_terms(wordy._stats())
-    documents = wordy._term_counts.documents
+    wordy._recall.common_terms(wordy._recall.stats())
+    documents = wordy._recall.term_counts.documents
     assert documents == COMMON + 3
-    wordy._term_counts.learn({"harbour": 1})
-    wordy._cached_stats = None  # statistics read again, the namespace as it was: kept
-    wordy._common_terms(wordy._stats())
-    assert wordy._term_counts.offered("harbour") == (["harbour"], [1])
-    assert wordy._term_counts.current_for(documents)
-    assert not wordy._term_counts.current_for(math.ceil(documents * REFRESH_GROWTH))
+    wordy._recall.term_counts.learn({"harbour": 1})
+    wordy._recall.cached_stats = None  # statistics read again, the namespace as it was: kept
+    wordy._recall.common_terms(wordy._recall.stats())
+    assert wordy._recall.term_counts.offered("harbour") == (["harbour"], [1])
+    assert wordy._recall.term_counts.current_for(documents)
+    assert not wordy._recall.term_counts.current_for(math.ceil(documents * REFRESH_GROWTH))
 
 
 def test_an_offered_count_never_replaces_another_terms(wordy):
     counted = _counted_scores(wordy)
     _afresh(wordy)
-    wordy._common_terms(wordy._stats())
+    wordy._recall.common_terms(wordy._recall.stats())
     # "harbou" begins "harbours" but is not one of the query's lexemes: unused.
-    wordy._term_counts.learn({"harbou": 1, "lighthous": 10_000})
+    wordy._recall.term_counts.learn({"harbou": 1, "lighthous": 10_000})
     assert _scores(wordy) != counted  # the real lexeme "lighthous" took its (wrong) count
     _afresh(wordy)
-    wordy._common_terms(wordy._stats())
-    wordy._term_counts.learn({"harbou": 1})
+    wordy._recall.common_terms(wordy._recall.stats())
+    wordy._recall.term_counts.learn({"harbou": 1})
     assert _scores(wordy) == counted
 
 
@@ -250,11 +250,14 @@ def test_a_big_namespaces_common_terms_are_estimated_from_a_sample(database_url)
             for i in range(size)
         ]
     )
-    ns._common_terms(ns._stats())
-    assert ns._term_counts.documents == size
-    (ferry,), (estimate,) = ns._term_counts.offered("ferry")
+    ns._recall.common_terms(ns._recall.stats())
+    assert ns._recall.term_counts.documents == size
+    (ferry,), (estimate,) = ns._recall.term_counts.offered("ferry")
     assert ferry == "ferri" and abs(estimate - size / 4) <= 0.3 * size / 4
-    assert ns._term_counts.offered("barge") == ([], [])  # in 100 documents: counted when asked
+    assert ns._recall.term_counts.offered("barge") == (
+        [],
+        [],
+    )  # in 100 documents: counted when asked
     store.close()
 
 

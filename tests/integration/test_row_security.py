@@ -497,6 +497,8 @@ def test_remembering_a_memory_above_the_ceiling_stores_its_own_instead_of_waitin
     ns = app_store.namespace(f"ceiling-{uuid.uuid4().hex[:8]}")
     hidden = ns.remember("kept above the ceiling", privacy=3)
     with ns.connection(privacy_ceiling=1) as conn:
-        mine = NamespaceTransaction(ns, conn, privacy_ceiling=1).remember("kept above the ceiling")
+        mine = NamespaceTransaction(ns._scope, conn, privacy_ceiling=1).remember(
+            "kept above the ceiling"
+        )
     assert mine.id != hidden.id and mine.privacy == 0
     assert ns.get(hidden.id).privacy == 3

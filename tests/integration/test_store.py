@@ -211,7 +211,7 @@ def test_a_semantic_recall_never_samples_the_namespaces_terms(database_url):
     ns = store.namespace("semantic only")
     ns.remember_many([f"harbour note {i}" for i in range(5)])
     ns.recall("harbour", mode="semantic")
-    assert ns._term_counts.documents is None  # the sample is for BM25 only
+    assert ns._recall.term_counts.documents is None  # the sample is for BM25 only
     ns.recall("harbour", mode="lexical")
-    assert ns._term_counts.documents == 5
+    assert ns._recall.term_counts.documents == 5
     store.close()

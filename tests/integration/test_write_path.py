@@ -396,7 +396,7 @@ def test_a_refusal_inside_the_one_round_trip_changes_nothing(ns, database_url, c
     params = remember_params(ns.id, MemoryInput(content="x"), "x", ns.embedder.name, None)
     params["kind"] = "dream"  # past validation: the schema's check refuses it
     with pytest.raises(MemstoreError, match="kind_known"):
-        in_one_round_trip(ns._engine, ns.id, QUERIES["remember_node"], params)
+        in_one_round_trip(ns._scope.engine, ns.id, QUERIES["remember_node"], params)
     assert row_counts(database_url) == before
     assert not [r for r in caplog.records if r.name.startswith("psycopg")]  # no stray log
     assert ns.remember("the pooled connection is usable again").status is NodeStatus.CURRENT

@@ -206,7 +206,7 @@ def lineage_redaction(store) -> bool:
 
 
 def engine_of(ns: Namespace) -> Any:
-    return ns._engine
+    return ns._scope.engine
 
 
 @pytest.mark.parametrize("second", VERBS)

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "memstore"
 # module (or package) -> memstore modules it must never import
 SERVICES = (
     "memstore.namespace",
+    "memstore.services",
     "memstore.tx",
     "memstore.tiers",
     "memstore.lifecycle",
@@ -40,6 +41,7 @@ FORBIDDEN = {
     "errors": ("memstore.",),
     "models": ("memstore.db", *CORE, *SERVICES),
     "config": ("memstore.db", *CORE, *SERVICES),
+    "services": ("memstore.namespace", "memstore.store", "memstore.cli"),
 }
 
 
@@ -62,3 +64,85 @@ def test_no_upward_imports(layer):
         for name in _imports(path):
             for forbidden in FORBIDDEN[layer]:
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+# The facade sits on top: what it delegates to never imports it back, not even for
+# type checking (the ``if TYPE_CHECKING:`` imports are in the tree ast.walk reads).
+@pytest.mark.parametrize("layer", ["tiers", "lifecycle", "services", "tx"])
+def test_nothing_below_the_facade_imports_it(layer):
+    target = PACKAGE / layer
+    files = sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+    for path in files:
+        assert "memstore.namespace" not in _imports(path), f"{path.name} imports the facade"
+
+
+# Services build no SQL: statements live in core modules (graph, recall, embedding,
+# activation) or packaged .sql files, and raw driver connections only in db/.
+SERVICE_MODULES = ("namespace.py", "tx.py", "store.py", "tiers", "lifecycle", "services")
+STATEMENT_BUILDERS = {
+    "select", "insert", "update", "delete", "text", "exists", "union", "union_all",
+    "values", "lateral", "tuple_", "cte",
+}  # fmt: skip
+RAW_DRIVER = {"driver_connection", "exec_driver_sql", "dbapi_connection"}
+
+
+def _service_files() -> list[Path]:
+    files: list[Path] = []
+    for name in SERVICE_MODULES:
+        target = PACKAGE / name
+        files += sorted(target.rglob("*.py")) if target.is_dir() else [target]
+    return files
+
+
+def _sql_built(path: Path) -> list[str]:
+    """Calls that build a statement (``sa.select(...)``, ``select(...)``, ``text(...)``, a
+    table's ``.insert()``) or reach the raw driver connection, with their line numbers."""
+    tree = ast.parse(path.read_text())
+    found = []
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy")
+        for alias in node.names
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in RAW_DRIVER:
+            found.append(f"{node.attr} (line {node.lineno})")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in STATEMENT_BUILDERS & imported:
+            found.append(f"{func.id}() (line {node.lineno})")
+        elif isinstance(func, ast.Attribute) and func.attr in STATEMENT_BUILDERS:
+            owner = func.value
+            if isinstance(owner, ast.Name) and owner.id in ("sa", "sqlalchemy"):
+                found.append(f"sa.{func.attr}() (line {node.lineno})")
+    return found
+
+
+def test_the_statement_check_finds_what_it_looks_for(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import sqlalchemy as sa\nfrom sqlalchemy import text\n"
+        "q = sa.select(1)\nt = text('SELECT 1')\nraw = conn.connection.driver_connection\n"
+    )
+    assert len(_sql_built(sample)) == 3
+
+
+# Service modules whose statements have not moved down yet (issue 19): each must still
+# build SQL, so the list only shrinks.
+STILL_BUILDING: set[str] = {
+    "tx.py", "store.py", "tiers/common.py", "tiers/consolidation.py", "tiers/lessons.py",
+    "tiers/context.py", "tiers/procedures.py", "tiers/summary.py", "lifecycle/apply.py",
+    "lifecycle/audit.py",
+    "lifecycle/facts.py", "lifecycle/review.py", "lifecycle/service.py",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", _service_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_services_build_no_sql(path):
+    name = str(path.relative_to(PACKAGE))
+    if name in STILL_BUILDING:
+        assert _sql_built(path), f"{name} builds no SQL now: take it off STILL_BUILDING"
+    else:
+        assert not _sql_built(path), f"{name} builds SQL: {_sql_built(path)}"

@@ -1,0 +1,135 @@
+"""Spreading activation in one namespace, and the fading of what it learned.
+
+:class:`Activator` seeds activation from a recall (through the namespace's
+:class:`~memstore.services.recall.Recaller`, on the same transaction) and from
+given ids, then hands the pull and the scoring to :mod:`memstore.activation`;
+it also fades learned edge weights (:meth:`Activator.decay_hebbian`).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from memstore import activation
+from memstore.activation import learning
+from memstore.activation.model import ActivateRequest, Activation
+from memstore.db.transaction import pipelined_namespace_transaction
+from memstore.errors import InvalidInputError
+from memstore.graph import lineage as lineage_sql
+from memstore.graph.rows import fetch_nodes
+from memstore.inputs import validated
+from memstore.models import NodeStatus
+from memstore.recall import RecallQuery
+from memstore.services.recall import Recaller
+from memstore.services.scope import Scope
+from memstore.tx import NamespaceTransaction
+
+
+class Activator:
+    """The activation verbs of one namespace."""
+
+    def __init__(self, scope: Scope, recaller: Recaller):
+        self.scope = scope
+        self.recaller = recaller
+
+    def activate(self, query: str | None, **options: Any) -> Activation:
+        """See :meth:`memstore.namespace.Namespace.activate` (``options`` are its keywords)."""
+        scope = self.scope
+        options["privacy_ceiling"] = scope.ceiling(options.get("privacy_ceiling"))
+        scope.exists()  # another process may have created it since
+        if options.get("params") is None:
+            options.pop("params", None)
+        request = validated(ActivateRequest, query=query, **options)
+        started = time.perf_counter()
+        vector = None
+        if request.query is not None:
+            vector = scope.embedder.embed([request.query])[0]
+            if not vector.any():
+                vector = None
+        with pipelined_namespace_transaction(
+            scope.engine, scope.id, privacy_ceiling=request.privacy_ceiling
+        ) as tx:
+            conn = tx.conn
+            start: dict[int, float] = {}
+            given = request.seeds or []
+            if request.query is not None:
+                tx.start()  # the recall's statistics may be read first
+                hits = self.recaller.run_in(
+                    conn,
+                    validated(
+                        RecallQuery,
+                        text=request.query,
+                        k=request.params.seed_count,
+                        as_of=request.as_of,
+                        privacy_ceiling=request.privacy_ceiling,
+                    ),
+                    vector,
+                )
+                top = max((hit.score for hit in hits), default=0.0) or 1.0
+                for hit in hits:
+                    start[hit.node.id] = max(start.get(hit.node.id, 0.0), hit.score / top)
+            seeded = round((time.perf_counter() - started) * 1000, 3)
+            return activation.run(
+                conn,
+                scope.id,
+                scope.name,
+                start,
+                request,
+                vector=vector,
+                model=scope.embedder.name,
+                timings={"seed": seeded},
+                # The pull resolves and checks the given ids in its own round
+                # trip; the full check runs only to raise for a bad one.
+                given=given,
+                check_given=lambda: self._seed_ids(conn, given, request.as_of),
+                tx=tx,
+                prepare=scope.settings.prepared_statements,
+            )
+
+    def _seed_ids(
+        self, conn: Connection, ids: list[int], as_of: datetime | None
+    ) -> dict[int, float]:
+        """Given seeds as current ids (strength 1); unknown ids raise.
+
+        Without ``as_of`` a forgotten or redacted seed raises too; with it, the
+        pull decides what was visible then. Two round trips whatever the count:
+        :meth:`activate` calls it only when the pull's own report on the seeds
+        (same checks, no extra round trip) found one to raise for.
+        """
+        tx = NamespaceTransaction(self.scope, conn)
+        found = fetch_nodes(conn, self.scope.id, self.scope.name, ids)
+        current = lineage_sql.current_versions(conn, self.scope.id, ids, as_of)
+        if as_of is None:
+            newer = set(current.values()) - set(found)
+            found |= fetch_nodes(conn, self.scope.id, self.scope.name, newer)
+        for node_id in ids:
+            # A seed whose current version is above the ceiling stands for nothing
+            # the caller may see: answered like a missing id.
+            if node_id not in found or current[node_id] not in found:
+                tx.raise_missing(node_id)
+            if as_of is None and found[current[node_id]].status is not NodeStatus.CURRENT:
+                tx.current(current[node_id])  # raises: the memory was forgotten or redacted
+        return {current[node_id]: 1.0 for node_id in ids}
+
+    def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:
+        """See :meth:`memstore.namespace.Namespace.decay_hebbian`."""
+        if (
+            not isinstance(factor, int | float)
+            or isinstance(factor, bool)
+            or not 0.0 <= factor <= 1.0
+        ):
+            raise InvalidInputError("factor must be a number from 0 to 1", field="factor")
+        if unused_for is not None and (
+            not isinstance(unused_for, timedelta) or unused_for < timedelta(0)
+        ):
+            raise InvalidInputError(
+                "unused_for must be a non-negative timedelta", field="unused_for"
+            )
+        if not self.scope.exists():
+            return 0  # nothing written yet: nothing to fade, no namespace to create
+        with self.scope.connection() as conn:
+            return learning.decay_hebbian(conn, self.scope.id, float(factor), unused_for)

@@ -1,0 +1,144 @@
+"""Recall in one namespace, with the state that steers it.
+
+:class:`Recaller` owns what a recall reads before it plans its statement and
+keeps between calls: the namespace's sizes (cached for a minute: they pick the
+plan and feed BM25) and the document counts of its common terms (sampled when
+first needed, refreshed once the namespace has grown; memstore/recall/terms.py).
+It plans a recall (:meth:`Recaller.plan`), runs it on its own transaction
+(:meth:`Recaller.recall`) or on one already open (:meth:`Recaller.run_in`), and
+keeps the term counts every recall statement reports (:meth:`Recaller.learn`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from sqlalchemy.engine import Connection
+
+from memstore.db.transaction import confined, in_one_round_trip
+from memstore.embedding import cache
+from memstore.graph.rows import NamespaceStats, namespace_stats
+from memstore.inputs import validated
+from memstore.models import Hit
+from memstore.recall import (
+    RecallPlan,
+    RecallQuery,
+    TermCounts,
+    learn_term_counts,
+    run_in,
+    sample_term_counts,
+    searched_exactly,
+)
+from memstore.recall import hits as recall_hits
+from memstore.recall import plan as recall_plan
+from memstore.services.scope import Scope
+
+STATS_TTL = 60.0  # seconds
+
+
+class Recaller:
+    """The recall verb of one namespace and its caches (one per namespace handle)."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+        # (namespace id, sizes, when read): a namespace created since is read again.
+        self.cached_stats: tuple[int, NamespaceStats, float] | None = None
+        self.term_counts = TermCounts()
+
+    def recall(self, query: str, **options: Any) -> list[Hit]:
+        """See :meth:`memstore.namespace.Namespace.recall` (``options`` are its keywords)."""
+        options["privacy_ceiling"] = self.scope.ceiling(options.get("privacy_ceiling"))
+        spec = validated(RecallQuery, text=query, **options)
+        vector = self.vector(spec)
+        self.scope.exists()  # another process may have created it since
+        run = self.plan(spec, vector)
+        rows = in_one_round_trip(
+            self.scope.engine,
+            self.scope.id,
+            run.statement,
+            run.params,
+            privacy_ceiling=spec.privacy_ceiling,
+            settings=run.settings,
+            prepare=self.scope.settings.prepared_statements,
+        )
+        self.learn(rows)
+        return recall_hits(rows, spec, self.scope.embedder, self.scope.name)
+
+    def vector(self, spec: RecallQuery) -> np.ndarray[Any, Any] | None:
+        """The query's vector, or None for a lexical recall or a text with nothing to embed
+        (e.g. only punctuation)."""
+        if spec.mode == "lexical":
+            return None
+        vector = self.scope.embedder.embed([spec.text])[0]
+        return vector if vector.any() else None
+
+    def run_in(
+        self, conn: Connection, spec: RecallQuery, vector: np.ndarray[Any, Any] | None
+    ) -> list[Hit]:
+        """Run a validated recall on an open connection (for composite reads)."""
+        rows = run_in(
+            conn, self.plan(spec, vector, conn), prepare=self.scope.settings.prepared_statements
+        )
+        self.learn(rows)
+        return recall_hits(rows, spec, self.scope.embedder, self.scope.name)
+
+    def plan(
+        self,
+        spec: RecallQuery,
+        vector: np.ndarray[Any, Any] | None,
+        conn: Connection | None = None,
+    ) -> RecallPlan:
+        """The statement of a validated recall in this namespace, not yet run (for
+        reads that send it with others); :meth:`learn` takes its rows."""
+        stats = self.stats(conn)
+        terms = None
+        if spec.mode != "semantic" and not stats.confined:
+            terms = self.common_terms(stats, conn)
+        return recall_plan(
+            self.scope.id,
+            spec,
+            vector,
+            self.scope.embedder,
+            exact=vector is not None and searched_exactly(stats.vectors, stats.indexed),
+            confined=stats.confined,
+            text_stats=(stats.documents, stats.avg_length),
+            terms=terms,
+        )
+
+    def learn(self, rows: list[dict[str, Any]]) -> None:
+        """Keep the term counts a recall statement's rows report (see :meth:`plan`)."""
+        learn_term_counts(self.term_counts, rows)
+
+    def common_terms(self, stats: NamespaceStats, conn: Connection | None = None) -> TermCounts:
+        """Document counts of the namespace's common terms, for BM25: estimated from a sample
+        when a lexical or hybrid recall first needs them, and again once the namespace has
+        grown by a tenth (memstore/recall/terms.py). Never for a role that row-level security
+        confines: its counts depend on its privacy ceiling."""
+        if not self.term_counts.current_for(stats.documents):
+            if conn is None:
+                with self.scope.connection() as fresh:
+                    return self.common_terms(stats, fresh)
+            self.term_counts = sample_term_counts(conn, self.scope.id, stats.documents)
+        return self.term_counts
+
+    def stats(self, conn: Connection | None = None) -> NamespaceStats:
+        """Sizes that pick a plan and feed BM25, cached for a minute (read on ``conn``, or a
+        transaction of their own).
+
+        They only steer ranking and plan choice, so slightly stale is fine.
+        """
+        now = time.monotonic()
+        cached = self.cached_stats
+        if cached is None or cached[0] != self.scope.id or now - cached[2] > STATS_TTL:
+            if conn is None:
+                with self.scope.connection() as fresh:
+                    return self.stats(fresh)
+            model, dims = self.scope.embedder.name, self.scope.embedder.dims
+            stats = namespace_stats(conn, self.scope.id, model)._replace(
+                indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
+            )
+            self.cached_stats = (self.scope.id, stats, now)
+            return stats
+        return cached[1]

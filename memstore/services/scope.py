@@ -1,0 +1,183 @@
+"""One namespace as the services see it: who it is and how to open a transaction in it.
+
+A :class:`Scope` holds the namespace's id (once it exists), name, engine,
+settings and embedder, opens its transactions (:meth:`Scope.transaction`,
+:meth:`Scope.reading`, :meth:`Scope.connection`) and computes the vectors of
+new memories (:meth:`Scope.vectors`). The tiers, the lifecycle and the other
+services receive it instead of the :class:`~memstore.namespace.Namespace`
+facade, so nothing below the facade imports it back.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from sqlalchemy.engine import Connection, Engine
+
+from memstore.config import Settings
+from memstore.db.transaction import declare_scope, namespace_transaction, transaction
+from memstore.embedding import cache
+from memstore.embedding.base import Embedder
+from memstore.errors import InvalidInputError
+from memstore.graph.namespaces import find_namespace, open_namespace
+from memstore.models import PRIVACY_MAX, MemoryInput, check_clean
+from memstore.tx import NamespaceTransaction
+
+NAME_MAX_BYTES = 2048
+
+# The id a read uses for a name nobody has written to yet: identity ids start at
+# 1, so every statement scoped to it finds nothing, and nothing is created.
+NO_NAMESPACE = 0
+
+
+def check_namespace_name(name: object) -> str:
+    """Text of 1 to 2048 UTF-8 bytes, without leading or trailing whitespace and without
+    control or format characters (Unicode categories Cc and Cf: NUL, newlines, escape
+    sequences, zero-width and bidirectional marks); compared exactly (docs/security.md)."""
+    if not isinstance(name, str):
+        raise InvalidInputError("a namespace name must be text", field="name")
+    if not name:
+        raise InvalidInputError("a namespace name must not be empty", field="name")
+    if "\x00" in name:
+        raise InvalidInputError("a namespace name must not contain NUL", field="name")
+    try:
+        check_clean(name)
+    except ValueError as exc:
+        raise InvalidInputError(f"the namespace name {exc}", field="name") from None
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise InvalidInputError(
+            f"a namespace name may be at most {NAME_MAX_BYTES} bytes", field="name"
+        )
+    if name != name.strip():
+        raise InvalidInputError(
+            "a namespace name must not begin or end with whitespace", field="name"
+        )
+    for char in name:
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise InvalidInputError(
+                f"a namespace name must not contain control or format characters"
+                f" (found U+{ord(char):04X})",
+                field="name",
+            )
+    return name
+
+
+def checked_ceiling(value: object, default: int) -> int:
+    """A privacy ceiling (an int from 0 to 3), or ``default`` (the store's) for None."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= PRIVACY_MAX:
+        raise InvalidInputError(
+            f"privacy_ceiling must be an integer from 0 to {PRIVACY_MAX}",
+            field="privacy_ceiling",
+        )
+    return value
+
+
+class Scope:
+    """One namespace of one store: its identity, settings, embedder and transactions."""
+
+    def __init__(self, engine: Engine, name: str, *, settings: Settings, embedder: Embedder):
+        self.engine = engine
+        self.name = check_namespace_name(name)
+        self.embedder = embedder
+        self.settings = settings
+        # The id once the namespace exists (None before its first write commits);
+        # the thread running that first write sees the new id in _creating.
+        self._id: int | None = None
+        self._creating = threading.local()
+
+    @property
+    def id(self) -> int:
+        """The namespace's id; 0 while nobody has written to it (reads then find nothing)."""
+        if self._id is not None:
+            return self._id
+        pending: int | None = getattr(self._creating, "id", None)
+        return NO_NAMESPACE if pending is None else pending
+
+    def exists(self) -> bool:
+        """Whether the namespace has been created (by a first successful write); looking
+        never creates it."""
+        if self._id is None:
+            with transaction(self.engine) as conn:
+                self._id = find_namespace(conn, self.name)
+        return self._id is not None
+
+    def ceiling(self, privacy_ceiling: object) -> int:
+        """The ceiling of a call: its own (checked), else the store's default."""
+        return checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
+
+    @contextmanager
+    def transaction(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
+        """See :meth:`memstore.namespace.Namespace.transaction`: creates the namespace in
+        the transaction when it does not exist yet."""
+        ceiling = self.ceiling(privacy_ceiling)
+        if self.exists():
+            with self.connection(privacy_ceiling=ceiling) as conn:
+                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+            return
+        with transaction(self.engine) as conn:
+            created = open_namespace(conn, self.name, self.embedder)
+            declare_scope(conn, created, ceiling)
+            self._creating.id = created
+            try:
+                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+            finally:
+                self._creating.id = None
+        self._id = created  # committed: every thread may use it now
+
+    @contextmanager
+    def reading(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
+        """See :meth:`memstore.namespace.Namespace.reading`: never creates the namespace."""
+        ceiling = self.ceiling(privacy_ceiling)
+        with self.connection(privacy_ceiling=ceiling) as conn:
+            yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+
+    @contextmanager
+    def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:
+        """See :meth:`memstore.namespace.Namespace.connection`: one transaction whose first
+        statement declares the namespace and the ceiling (``SET LOCAL``)."""
+        ceiling = self.ceiling(privacy_ceiling)
+        self.exists()  # another process may have created it since
+        with namespace_transaction(self.engine, self.id, privacy_ceiling=ceiling) as conn:
+            yield conn
+
+    def vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
+        """Given vectors where items carry one; the embedder's for the rest."""
+        dims = self.embedder.dims
+        given = [i for i, item in enumerate(items) if item.embedding is not None]
+        out = np.empty((len(items), dims), dtype=np.float32)
+        if given and not self._given_vectors_at_once(items, given, out):
+            for i in given:  # one by one: the first bad vector raises its own error
+                out[i] = cache.check_vector(items[i].embedding, dims)
+        todo = [i for i in range(len(items)) if items[i].embedding is None]
+        if todo:
+            out[todo] = self.embedder.embed([texts[i] for i in todo])
+        return out
+
+    def _given_vectors_at_once(
+        self, items: list[MemoryInput], given: list[int], out: np.ndarray[Any, Any]
+    ) -> bool:
+        """Check and store the given vectors as one array, if every one passes.
+
+        The checks of :func:`~memstore.embedding.cache.check_vector`, done for
+        a whole batch at once (a bulk load of given vectors spent most of its
+        vector time checking them one by one); False when any vector would fail
+        them, so the caller checks one by one and raises the exact error.
+        """
+        try:
+            block = np.asarray([items[i].embedding for i in given], dtype=np.float32)
+        except (TypeError, ValueError):
+            return False
+        dims = self.embedder.dims
+        if block.shape != (len(given), dims):
+            return False
+        if not (np.isfinite(block).all() and block.any(axis=1).all()):
+            return False
+        out[given] = block
+        return True
