@@ -1,5 +1,6 @@
--- The context packet's reads besides recall (memstore/tiers/context.py). They
--- travel in one pipeline with the recall statement: one wait for the server.
+-- The context packet's reads besides recall (memstore/recall/context.py, for
+-- memstore/tiers/context.py). They travel in one pipeline with the recall
+-- statement: one wait for the server.
 
 -- tier_candidates --
 -- The current pinned facts (newest first), the current lessons whose current

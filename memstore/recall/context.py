@@ -1,0 +1,69 @@
+"""The reads of one context packet (memstore/tiers/context.py), in one pipeline.
+
+A packet's recall statement (planned by the caller), the tiers' own candidates
+(pinned facts, confident lessons, recent turns) and the count of redacted
+memories travel together: one wait for the server (context.sql).
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any, NamedTuple
+
+from psycopg import sql
+from psycopg.rows import dict_row
+from sqlalchemy.engine import Connection
+
+from memstore.db.queries import named_queries
+from memstore.recall.run import send
+from memstore.recall.statement import RecallPlan
+
+QUERIES = named_queries(files("memstore.recall").joinpath("context.sql").read_text())
+
+
+def _tier_candidates(session: bool) -> sql.Composed:
+    """context.sql's tier read, for one session's turns or the whole timeline's."""
+    return sql.SQL(QUERIES["tier_candidates"]).format(
+        columns=sql.SQL(QUERIES["columns"].strip()),
+        current=sql.SQL(QUERIES["current"].strip()),
+        session=sql.SQL(QUERIES["session"].strip() if session else ""),
+    )
+
+
+TIER_CANDIDATES = {session: _tier_candidates(session) for session in (False, True)}
+REDACTED_COUNT = sql.SQL(QUERIES["redacted_count"])
+
+
+class PacketRows(NamedTuple):
+    """What the packet's pipeline read."""
+
+    recalled: list[dict[str, Any]]
+    """The recall statement's rows."""
+    tiers: list[tuple[Any, ...]]
+    """(section, then the columns of an entry) per tier candidate."""
+    redacted: int
+    """Redacted memories of the namespace."""
+
+
+def read_packet_rows(
+    conn: Connection, run: RecallPlan, tier_params: dict[str, Any], *, prepare: bool
+) -> PacketRows:
+    """Send the recall, the tier read and the redactions count in one pipeline on ``conn``'s
+    open transaction; ``tier_params`` are context.sql's (``session_id`` None: every
+    session's turns)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    session = tier_params["session_id"] is not None
+    with (
+        raw.cursor(row_factory=dict_row) as recalled,
+        raw.cursor() as tiered,
+        raw.cursor() as counted,
+    ):
+        with raw.pipeline():
+            send(raw, recalled, run, prepare=prepare)
+            tiered.execute(TIER_CANDIDATES[session], tier_params, prepare=prepare)
+            counted.execute(REDACTED_COUNT, {"ns": tier_params["ns"]}, prepare=prepare)
+        recall_rows = recalled.fetchall()
+        tier_rows = tiered.fetchall()
+        count = counted.fetchone()
+    return PacketRows(recall_rows, tier_rows, int(count[0]) if count else 0)

@@ -1,0 +1,78 @@
+"""A recall statement's rows as ranked hits: fused, ties broken, provenance attached."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from memstore.embedding.base import Embedder
+from memstore.graph.rows import to_node
+from memstore.models import Hit, ScoreParts
+from memstore.recall import fusion
+from memstore.recall.injection import memory_signals
+from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
+
+
+class Ranked(NamedTuple):
+    """One returned row of a recall statement, with its fused score and rank (1 = best)."""
+
+    row: dict[str, Any]
+    score: float
+    rank: int
+
+
+def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> list[Ranked]:
+    """The recall statement's rows fused and ranked, ties broken, the best ``q.k`` kept
+    (no models built: :func:`hits` builds them; a context packet reads the rows)."""
+    found = {row["id"]: row for row in rows}
+    semantic = sorted(
+        (r for r in found.values() if r["semantic_rank"]), key=lambda r: r["semantic_rank"]
+    )
+    lexical = sorted(
+        (r for r in found.values() if r["lexical_rank"]), key=lambda r: r["lexical_rank"]
+    )
+    signals = {i: (r["similarity"], float(r["lexical"] or 0.0)) for i, r in found.items()}
+    if q.mode == "semantic":
+        scores = {r["id"]: float(r["similarity"]) for r in semantic}
+    elif q.mode == "lexical":
+        scores = {r["id"]: float(r["lexical"]) for r in lexical}
+    elif q.fusion == "rrf":
+        scores = fusion.reciprocal_rank([[r["id"] for r in semantic], [r["id"] for r in lexical]])
+    else:
+        weight = q.semantic_weight
+        if weight is None:
+            weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
+        scores = fusion.weighted(signals, weight)
+    # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
+    best = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
+    return [
+        Ranked(found[node_id], float(scores[node_id]), position)
+        for position, node_id in enumerate(best, start=1)
+    ]
+
+
+def hits(
+    rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder, namespace: str
+) -> list[Hit]:
+    """The recall statement's rows as ranked hits: fused, ties broken, provenance attached."""
+    return [
+        Hit(
+            node=to_node({**r.row, "data": json.loads(r.row["data"])}, namespace),
+            score=r.score,
+            parts=ScoreParts(
+                similarity=r.row["similarity"],
+                lexical=r.row["lexical"],
+                semantic_rank=r.row["semantic_rank"],
+                lexical_rank=r.row["lexical_rank"],
+                fused_rank=r.rank,
+            ),
+            instruction_signals=memory_signals(
+                label=r.row["label"],
+                content=r.row["content"],
+                node_type=r.row["node_type"],
+                tier=r.row["tier"],
+                actor=r.row["actor"],
+            ),
+        )
+        for r in ranked(rows, q, embedder)
+    ]
