@@ -212,7 +212,7 @@ class Namespace:
     ) -> Node:
         """The one sanctioned change to a protected node (identity, values).
 
-        Writes a new version (``content`` and ``changes``, like :meth:`revise`;
+        Writes a new version (``content`` and the fields given, like :meth:`revise`;
         the new version stays protected), or with ``retire=True`` tombstones
         it. The actor and reason are recorded in ``memstore.operations``
         (op ``cultivate``) as well as on the supersession or tombstone.
@@ -379,10 +379,9 @@ class Namespace:
     ) -> Node:
         """Store one memory (idempotent) and its vector; returns the node.
 
-        Keyword fields are those of :class:`~memstore.models.MemoryInput`
-        (kind, node_type, tier, layer, label, data, importance, confidence,
-        decay_rate, privacy, protected, subject, scope, source, actor, run_id,
-        observed_at, valid_from, valid_to, embedding). The same normalised
+        The keywords are the fields of :class:`~memstore.models.MemoryInput`,
+        with its defaults, and are validated by it (an unknown keyword is an
+        :class:`~memstore.errors.InvalidInputError` too). The same normalised
         content with the same kind and node_type is one node: remembering it
         again returns the stored node, whatever its status.
         """
@@ -460,11 +459,12 @@ class Namespace:
     ) -> Node:
         """Write a new version of a current node and link old → new; returns the new node.
 
-        Fields not given in ``changes`` are copied from the old version. Edges
+        The keywords are the fields of :class:`~memstore.models.MemoryInput`;
+        those left at ``KEEP`` (not given) are copied from the old version. Edges
         stay on the version they were written for; reads follow supersession
-        to the current version. ``actor`` (in changes) is recorded on the link.
+        to the current version. ``actor`` is recorded on the link.
         A revision the memory already holds (its current version says
-        ``content`` with every field of ``changes``) writes nothing and returns
+        ``content`` with every field given) writes nothing and returns
         that version, even when ``node_id`` is an older one: a script that
         remembers and revises a fact can run twice.
         """

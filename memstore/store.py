@@ -9,14 +9,13 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
-from memstore.db.schema import SECRET_TABLES, metadata, namespaces, nodes
+from memstore.db.status import namespace_sizes, row_counts, server_versions
 from memstore.db.transaction import transaction
 from memstore.db.urls import mask
 from memstore.embedding.base import Embedder
@@ -170,25 +169,10 @@ class MemoryStore:
         sees no namespace here, since it may not list them (docs/security.md).
         """
         ceiling = checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
-        counts = (
-            sa.select(nodes.c.namespace_id, sa.func.count().label("nodes"))
-            .where(nodes.c.privacy <= ceiling)
-            .group_by(nodes.c.namespace_id)
-            .subquery()
-        )
-        query = (
-            sa.select(
-                namespaces.c.name,
-                namespaces.c.created_at,
-                sa.func.coalesce(counts.c.nodes, 0).label("nodes"),
-            )
-            .select_from(namespaces.outerjoin(counts, counts.c.namespace_id == namespaces.c.id))
-            .order_by(namespaces.c.name)
-        )
         with transaction(self.engine) as conn:
             return [
-                NamespaceInfo(name=row.name, created_at=row.created_at, nodes=int(row.nodes))
-                for row in conn.execute(query)
+                NamespaceInfo(name=name, created_at=created_at, nodes=count)
+                for name, created_at, count in namespace_sizes(conn, ceiling)
             ]
 
     def status(self, *, privacy_ceiling: int | None = None) -> StoreStatus:
@@ -199,21 +183,8 @@ class MemoryStore:
         """
         ceiling = checked_ceiling(privacy_ceiling, self.settings.privacy_ceiling)
         with transaction(self.engine) as conn:
-            server_version = conn.execute(sa.text("SHOW server_version")).scalar_one()
-            pgvector = conn.execute(
-                sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            ).scalar_one()
-            counts = {
-                table.name: int(
-                    conn.execute(
-                        sa.select(sa.func.count())
-                        .select_from(table)
-                        .where(table.c.privacy <= ceiling if table is nodes else sa.true())
-                    ).scalar_one()
-                )
-                for table in metadata.sorted_tables
-                if table.name not in SECRET_TABLES  # the service may not read them
-            }
+            server_version, pgvector = server_versions(conn)
+            counts = row_counts(conn, ceiling)
             revision = migrate.current_revision(conn)
         return StoreStatus(
             database_url=mask(self._url),

@@ -18,10 +18,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memstore.db.transaction import CEILING_SETTING, set_local
+from memstore.db.transaction import declared_ceiling, narrowed_ceiling
 from memstore.embedding import cache
 from memstore.errors import (
     EdgeNotFoundError,
@@ -37,6 +36,7 @@ from memstore.errors import (
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content, checked_data, normalise
 from memstore.graph.edges import insert_edge
+from memstore.graph.entries import current_entries
 from memstore.graph.locks import LineageLocks
 from memstore.graph.nodes import remember_node, remember_params
 from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
@@ -52,7 +52,6 @@ from memstore.models import (
     RedactVersions,
     TargetKind,
 )
-from memstore.tiers.common import current_entries
 
 if TYPE_CHECKING:
     from memstore.services.scope import Scope
@@ -267,8 +266,7 @@ class NamespaceTransaction:
                 field="privacy",
             )
         embedder = self.namespace.embedder
-        raw = self.conn.connection.driver_connection
-        row = remember_node(raw, remember_params(self.id, item, text, embedder.name, vector))
+        row = remember_node(self.conn, remember_params(self.id, item, text, embedder.name, vector))
         if row["created"] and vector is None:
             vector = self.namespace.vectors([item], [text])
             cache.upsert_vectors(self.conn, self.id, embedder.name, [row["id"]], [text], vector)
@@ -562,10 +560,7 @@ class NamespaceTransaction:
         """The privacy ceiling this transaction declared with ``SET LOCAL``."""
         memo: dict[str, Any] = object.__getattribute__(self, "_memo")
         if memo.get("privacy_ceiling") is None:
-            value = self.conn.execute(
-                sa.text("SELECT current_setting(:name, true)"), {"name": CEILING_SETTING}
-            ).scalar_one()
-            memo["privacy_ceiling"] = int(value) if value else PRIVACY_MAX
+            memo["privacy_ceiling"] = declared_ceiling(self.conn)
         ceiling: int = memo["privacy_ceiling"]
         return ceiling
 
@@ -593,16 +588,8 @@ class NamespaceTransaction:
         if privacy_ceiling >= declared:
             yield
             return
-        raw = self.conn.connection.driver_connection
-        assert raw is not None
-        (narrow,) = set_local({CEILING_SETTING: str(privacy_ceiling)})
-        (restore,) = set_local({CEILING_SETTING: str(declared)})
-        raw.execute(narrow)
-        try:
+        with narrowed_ceiling(self.conn, privacy_ceiling, declared):
             yield
-        finally:
-            if not raw.closed and raw.info.transaction_status.name == "INTRANS":
-                raw.execute(restore)
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, LiteralString
 
 import psycopg
+import sqlalchemy as sa
 from psycopg import sql
 from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection, Engine
@@ -276,3 +277,28 @@ def confined(conn: Connection) -> bool:
     if engine not in _CONFINED:
         _CONFINED[engine] = bool(conn.exec_driver_sql(_CONFINED_SQL).scalar_one())
     return _CONFINED[engine]
+
+
+def declared_ceiling(conn: Connection) -> int:
+    """The privacy ceiling ``conn``'s transaction declared with ``SET LOCAL`` (every level
+    when it declared none)."""
+    value = conn.execute(
+        sa.text("SELECT current_setting(:name, true)"), {"name": CEILING_SETTING}
+    ).scalar_one()
+    return int(value) if value else PRIVACY_MAX
+
+
+@contextmanager
+def narrowed_ceiling(conn: Connection, ceiling: int, declared: int) -> Iterator[None]:
+    """Declare the lower privacy ``ceiling`` (``SET LOCAL``) for the block, then the
+    transaction's ``declared`` one again (unless the block ended the transaction)."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    (narrow,) = set_local({CEILING_SETTING: str(ceiling)})
+    (restore,) = set_local({CEILING_SETTING: str(declared)})
+    raw.execute(narrow)
+    try:
+        yield
+    finally:
+        if not raw.closed and raw.info.transaction_status.name == "INTRANS":
+            raw.execute(restore)

@@ -150,6 +150,23 @@ def _may_create_index(conn: Connection) -> bool:
     )
 
 
+def stored_vectors(
+    conn: Connection, namespace_id: int, model: str, ids: Sequence[int]
+) -> dict[int, np.ndarray[Any, Any]]:
+    """The ``model`` vectors the nodes ``ids`` have, by node id (a node without one is left
+    out)."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        sa.select(embeddings.c.node_id, embeddings.c.embedding).where(
+            embeddings.c.namespace_id == namespace_id,
+            embeddings.c.model == model,
+            embeddings.c.node_id.in_(list(ids)),
+        )
+    )
+    return {int(node_id): np.asarray(vector, dtype=np.float32) for node_id, vector in rows}
+
+
 def upsert_vectors(
     conn: Connection,
     namespace_id: int,

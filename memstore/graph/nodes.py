@@ -98,15 +98,17 @@ def below_ceiling_key(digest: bytes, ceiling: object) -> bytes:
     return hashlib.sha256(digest + b"\x1fbelow-ceiling:" + str(ceiling).encode()).digest()
 
 
-def remember_node(raw: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+def remember_node(conn: Connection, params: Mapping[str, Any]) -> dict[str, Any]:
     """Insert one node (and its vector), or find the identical one already stored.
 
-    Runs ``remember_node`` on the psycopg connection ``raw``; the row holds
+    Runs ``remember_node`` on ``conn``'s psycopg connection; the row holds
     the node's columns, its status and ``created``. One statement, unless a
     concurrent writer stored the same key after its snapshot was taken: then
     ON CONFLICT waited for that writer to commit and the statement found
     nothing, and running it again (a fresh snapshot) returns that node.
     """
+    raw = conn.connection.driver_connection
+    assert raw is not None
     with raw.cursor(row_factory=dict_row) as cursor:
         for _ in range(REMEMBER_ATTEMPTS):
             row: dict[str, Any] | None = cursor.execute(QUERIES["remember_node"], params).fetchone()

@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, assert_never
 
-import sqlalchemy as sa
-
-from memstore.db.schema import proposals
+from memstore.graph.entries import current_entries
+from memstore.graph.proposals import decide_proposal, insert_proposal, write_operations
 from memstore.graph.rows import fetch_nodes
 from memstore.law.law import judge
 from memstore.law.ops import (
@@ -60,8 +59,7 @@ from memstore.law.policy import (
 from memstore.law.receipt import OpResult, Receipt
 from memstore.models import MemoryInput, Node
 
-from ..tiers.common import current_entries, lock_key, remember_fresh
-from .audit import write_operations
+from ..tiers.common import lock_key, remember_fresh
 from .facts import load_facts, lock_proposals
 from .rights import LAW, sanction
 
@@ -528,17 +526,14 @@ class Applying:
 
     def propose(self, op: Propose) -> Written:
         """A pending row of memstore.proposals."""
-        proposal_id = self.tx.conn.execute(
-            sa.insert(proposals)
-            .values(
-                namespace_id=self.tx.id,
-                operation=op.operation.model_dump(mode="json", exclude={"embedding"}),
-                rationale=op.rationale,
-                evidence=list(op.evidence),
-                proposed_by=self.actor,
-            )
-            .returning(proposals.c.id)
-        ).scalar_one()
+        proposal_id = insert_proposal(
+            self.tx.conn,
+            self.tx.id,
+            operation=op.operation.model_dump(mode="json", exclude={"embedding"}),
+            rationale=op.rationale,
+            evidence=list(op.evidence),
+            proposed_by=self.actor,
+        )
         return Written.of(proposal_id=int(proposal_id))
 
     def accept_proposal(self, op: AcceptProposal) -> Written:
@@ -556,10 +551,13 @@ class Applying:
         return Written.of(proposal_id=op.proposal_id)
 
     def _decide(self, proposal_id: int, status: str, reason: str | None) -> None:
-        self.tx.conn.execute(
-            sa.update(proposals)
-            .where(proposals.c.namespace_id == self.tx.id, proposals.c.id == proposal_id)
-            .values(status=status, decided_by=self.actor, decision_reason=reason)
+        decide_proposal(
+            self.tx.conn,
+            self.tx.id,
+            proposal_id,
+            status=status,
+            decided_by=self.actor,
+            reason=reason,
         )
 
     # --- the generic verbs -------------------------------------------------------------------

@@ -6,11 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from memstore.db.schema import nodes, proposals
+from memstore.graph.entries import newest_by_label
 from memstore.graph.lineage import current_versions
-from memstore.graph.rows import fetch_edges, fetch_nodes, within_ceiling
+from memstore.graph.proposals import proposal_rows
+from memstore.graph.rows import fetch_edges, fetch_nodes
 from memstore.law.ops import (
     AcceptProposal,
     Operation,
@@ -24,7 +23,6 @@ from memstore.law.ops import (
 from memstore.law.policy import AGENCY, Facts, NodeFacts, ProposalFacts
 from memstore.law.receipt import Proposal
 from memstore.models import DEFAULT_MAX_DATA_BYTES, Node, NodeStatus
-from memstore.tiers.common import is_current
 
 if TYPE_CHECKING:
     from memstore.tx import NamespaceTransaction
@@ -123,47 +121,7 @@ def pressure_keys(tx: NamespaceTransaction, keys: Iterable[str]) -> dict[str, in
     keys = sorted(set(keys))
     if not keys:
         return {}
-    rows = tx.conn.execute(
-        sa.select(nodes.c.label, sa.func.max(nodes.c.id))
-        .where(
-            nodes.c.namespace_id == tx.id,
-            nodes.c.tier == AGENCY,
-            nodes.c.label.in_(keys),
-            is_current(tx.id),
-            within_ceiling(nodes),
-        )
-        .group_by(nodes.c.label)
-    )
-    return {str(label): int(node_id) for label, node_id in rows}
-
-
-# A proposal carries no privacy level of its own, but it is as secret as what
-# it is about: it is hidden under a ceiling below the privacy of a memory its
-# operation names (a node id, or an end of an edge id, as memstore.named_ids
-# finds them: the ids erasure looks for too), or below a privacy level its
-# operation carries (a memory it would write). The owner bypasses row-level
-# security, so the nodes are filtered by the ceiling here as well (the
-# ceiling's expression is memstore.graph.rows.CEILING_SQL's).
-VISIBLE_UNDER_CEILING = sa.text(
-    """NOT (
-    EXISTS (SELECT FROM unnest(memstore.named_ids(memstore.proposals.operation, false)
-                               || ARRAY(SELECT unnest(ARRAY[e.src, e.dst])
-                                        FROM memstore.edges e
-                                        WHERE e.namespace_id = memstore.proposals.namespace_id
-                                          AND e.id = ANY (memstore.named_ids(
-                                              memstore.proposals.operation, true)))) AS x(id)
-            WHERE NOT EXISTS (
-                SELECT FROM memstore.nodes n
-                WHERE n.namespace_id = memstore.proposals.namespace_id AND n.id = x.id
-                  AND n.privacy
-                      <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint))
-    OR EXISTS (SELECT FROM jsonb_path_query(memstore.proposals.operation,
-                                            'strict $.** ? (@.type() == "object")') AS o(obj)
-               WHERE jsonb_typeof(o.obj -> 'privacy') = 'number'
-                 AND (o.obj ->> 'privacy')::numeric
-                     > nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint)
-)"""
-)
+    return newest_by_label(tx.conn, tx.id, AGENCY, keys)
 
 
 def lock_proposals(tx: NamespaceTransaction, ids: Iterable[int]) -> dict[int, Proposal]:
@@ -174,12 +132,7 @@ def lock_proposals(tx: NamespaceTransaction, ids: Iterable[int]) -> dict[int, Pr
     wanted = sorted(i for i in set(ids) if 0 < i < 2**63)
     if not wanted:
         return {}
-    rows = tx.conn.execute(
-        sa.select(proposals)
-        .where(proposals.c.namespace_id == tx.id, proposals.c.id.in_(wanted))
-        .where(VISIBLE_UNDER_CEILING)
-        .with_for_update()
-    ).mappings()
+    rows = proposal_rows(tx.conn, tx.id, ids=wanted, lock=True)
     return {row["id"]: to_proposal(row, tx.name) for row in rows}
 
 
@@ -190,7 +143,6 @@ def to_proposal(row: Any, namespace: str) -> Proposal:
 
 
 __all__ = [
-    "VISIBLE_UNDER_CEILING",
     "load_facts",
     "lock_proposals",
     "node_facts",

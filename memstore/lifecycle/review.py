@@ -12,15 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
-from memstore.db.schema import proposals
 from memstore.errors import InvalidInputError, OperationRejectedError, ProposalNotFoundError
+from memstore.graph.proposals import proposal_rows
 from memstore.inputs import checked_reason
 from memstore.law.ops import AcceptProposal, RejectProposal
 from memstore.law.receipt import Proposal, Receipt
 
-from .facts import VISIBLE_UNDER_CEILING, to_proposal
+from .facts import to_proposal
 from .service import apply, checked_actor
 
 if TYPE_CHECKING:
@@ -39,13 +37,7 @@ class Review:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidInputError("limit must be an integer from 1 to 10000", field="limit")
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:  # creates no namespace
-            rows = tx.conn.execute(
-                sa.select(proposals)
-                .where(proposals.c.namespace_id == self.ns.id, proposals.c.status == "pending")
-                .where(VISIBLE_UNDER_CEILING)
-                .order_by(proposals.c.proposed_at, proposals.c.id)
-                .limit(limit)
-            ).mappings()
+            rows = proposal_rows(tx.conn, self.ns.id, pending=limit)
             return [to_proposal(row, self.ns.name) for row in rows]
 
     def get(self, proposal_id: int, *, privacy_ceiling: int | None = None) -> Proposal:
@@ -54,19 +46,12 @@ class Review:
         if isinstance(proposal_id, bool) or not isinstance(proposal_id, int):
             raise InvalidInputError("a proposal id is an integer", field="proposal_id")
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:  # creates no namespace
-            row = (
-                tx.conn.execute(
-                    sa.select(proposals).where(
-                        proposals.c.namespace_id == self.ns.id,
-                        proposals.c.id == proposal_id,
-                        VISIBLE_UNDER_CEILING,
-                    )
-                )
-                .mappings()
-                .one_or_none()
+            found = (
+                proposal_rows(tx.conn, self.ns.id, ids=[proposal_id])
                 if 0 < proposal_id < 2**63
-                else None
+                else []
             )
+        row = found[0] if found else None
         if row is None:
             raise ProposalNotFoundError(
                 f"proposal {proposal_id} does not exist in namespace {self.ns.name!r}",

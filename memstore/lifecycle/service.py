@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import sqlalchemy as sa
 from pydantic import ValidationError
 
-from memstore.db.schema import embeddings, nodes
+from memstore.embedding import cache
 from memstore.errors import InvalidInputError, SleepResidueError
+from memstore.graph.entries import current_entries
+from memstore.graph.proposals import write_operations
 from memstore.inputs import checked_reason, checked_text
 from memstore.law.consolidate import (
     Consolidator,
@@ -39,9 +39,8 @@ from memstore.law.receipt import Receipt
 from memstore.models import MemoryInput, Node
 from memstore.tx import Rights
 
-from ..tiers.common import current_entries, lock_key, now, remember_fresh
+from ..tiers.common import lock_key, remember_fresh
 from .apply import Rejected, apply_in, digest
-from .audit import write_operations
 from .rights import LAW, sanction
 
 if TYPE_CHECKING:
@@ -200,11 +199,10 @@ def short_term_records(
     tx: NamespaceTransaction, older_than: timedelta | None = None
 ) -> list[ShortTermRecord]:
     """The short-term memories under pressure (alive; recorded before ``older_than`` ago)."""
-    where = None
-    if older_than is not None:
-        where = nodes.c.recorded_at <= now(tx.conn) - older_than
-    found = current_entries(tx.conn, tx.namespace, SHORT_TERM, where=where)
-    vectors = _vectors(tx, [node.id for node in found])
+    found = current_entries(tx.conn, tx.namespace, SHORT_TERM, older_than=older_than)
+    vectors = cache.stored_vectors(
+        tx.conn, tx.id, tx.namespace.embedder.name, [node.id for node in found]
+    )
     return [
         ShortTermRecord(
             id=node.id,
@@ -230,19 +228,6 @@ def _anatomy(node: Node) -> Anatomy:
             action_implication="not recorded",
             anchors=[ANCHOR_MISSING],
         )
-
-
-def _vectors(tx: NamespaceTransaction, ids: list[int]) -> dict[int, np.ndarray[Any, Any]]:
-    if not ids:
-        return {}
-    rows = tx.conn.execute(
-        sa.select(embeddings.c.node_id, embeddings.c.embedding).where(
-            embeddings.c.namespace_id == tx.id,
-            embeddings.c.model == tx.namespace.embedder.name,
-            embeddings.c.node_id.in_(ids),
-        )
-    )
-    return {int(node_id): np.asarray(vector, dtype=np.float32) for node_id, vector in rows}
 
 
 def incubations(tx: NamespaceTransaction) -> dict[str, int]:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstore.db.schema import nodes
 from memstore.errors import InvalidInputError
-from memstore.graph.rows import within_ceiling
+from memstore.graph.entries import current_entries, now, total_of
 from memstore.inputs import validated
 from memstore.models import MemoryInput, Node
-from memstore.tiers.common import CONSOLIDATION, current_entries, is_current, now
+from memstore.tiers.common import CONSOLIDATION
 
 if TYPE_CHECKING:
     from memstore.services.scope import Scope
@@ -80,15 +78,5 @@ class Consolidation:
 
     def total(self, *, privacy_ceiling: int | None = None) -> int:
         """Messages consolidated over all recorded events (up to ``privacy_ceiling``)."""
-        messages = sa.cast(nodes.c.data["messages_consolidated"].astext, sa.BigInteger)
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            total = tx.conn.execute(
-                sa.select(sa.func.coalesce(sa.func.sum(messages), 0)).where(
-                    nodes.c.namespace_id == self.ns.id,
-                    nodes.c.tier == CONSOLIDATION,
-                    nodes.c.node_type == EVENT,
-                    is_current(self.ns.id),
-                    within_ceiling(nodes),
-                )
-            ).scalar_one()
-        return int(total)
+            return total_of(tx.conn, self.ns.id, CONSOLIDATION, EVENT, "messages_consolidated")

@@ -15,26 +15,17 @@ import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
-from sqlalchemy.dialects.postgresql import REAL
 from sqlalchemy.engine import Connection
 
-from memstore.db.schema import embeddings, node_state, nodes
 from memstore.errors import InvalidInputError
 from memstore.graph.content import checked_content
-from memstore.graph.rows import node_columns, to_node, within_ceiling
+from memstore.graph.entries import bump_state, count_current
+from memstore.graph.lessons import lesson_rows, similar_rows
+from memstore.graph.rows import to_node
 from memstore.inputs import checked_reason, validated
 from memstore.models import Hit, MemoryInput, Node, Unit
-from memstore.tiers.common import (
-    LESSONS,
-    bump_state,
-    count_current,
-    is_current,
-    lock_key,
-    remember_fresh,
-    unit,
-)
+from memstore.tiers.common import LESSONS, lock_key, remember_fresh, unit
 
 if TYPE_CHECKING:
     from memstore.services.recall import Recaller
@@ -233,9 +224,7 @@ class Lessons:
         min_confidence = unit(min_confidence, "min_confidence")
         with self.ns.transaction() as tx:
             lock_key(tx, LESSONS)
-            unused = self._lessons(
-                tx.conn, where=sa.func.coalesce(node_state.c.times_applied, 0) == 0
-            )
+            unused = self._lessons(tx.conn, unused=True)
             retired: list[int] = []
             for lesson in unused:
                 # Compared as stored (REAL), so what a reader sees agrees with the verdict.
@@ -259,7 +248,7 @@ class Lessons:
         ``privacy_ceiling`` is not found)."""
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             self._current_lesson(tx, lesson_id)
-            return self._lessons(tx.conn, where=nodes.c.id == lesson_id)[0]
+            return self._lessons(tx.conn, lesson_id=lesson_id)[0]
 
     def all(self, *, privacy_ceiling: int | None = None) -> list[Lesson]:
         """Every current lesson up to ``privacy_ceiling`` (default: the store's), strongest
@@ -279,9 +268,7 @@ class Lessons:
         (up to ``privacy_ceiling``)."""
         threshold = unit(threshold, "threshold")
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            # Confidences are REAL: compare in REAL, or a 0.7 lesson would miss threshold 0.7.
-            floor = sa.cast(threshold, REAL)
-            return self._lessons(tx.conn, where=_effective_confidence() >= floor)
+            return self._lessons(tx.conn, min_confidence=threshold)
 
     def search(
         self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None
@@ -347,34 +334,18 @@ class Lessons:
         candidates: list[int] | None,
     ) -> Node | None:
         """The most similar current lesson that counts as a near-duplicate of ``rule``."""
-        similarity: sa.ColumnElement[Any] = sa.null()
-        if vector.any():  # a rule of only punctuation has no direction to compare
-            similarity = 1 - embeddings.c.embedding.cosine_distance(vector)
-        query = (
-            sa.select(*node_columns(nodes, self.ns.id), similarity.label("similarity"))
-            .select_from(
-                nodes.outerjoin(
-                    embeddings,
-                    sa.and_(
-                        embeddings.c.namespace_id == self.ns.id,
-                        embeddings.c.node_id == nodes.c.id,
-                        embeddings.c.model == self.ns.embedder.name,
-                    ),
-                )
-            )
-            .where(
-                nodes.c.namespace_id == self.ns.id,
-                nodes.c.tier == LESSONS,
-                nodes.c.node_type == LESSON_TYPE,
-                is_current(self.ns.id),
-                within_ceiling(nodes),
-            )
+        rows = similar_rows(
+            conn,
+            self.ns.id,
+            LESSONS,
+            LESSON_TYPE,
+            model=self.ns.embedder.name,
+            vector=vector,
+            candidates=candidates,
         )
-        if candidates is not None:
-            query = query.where(nodes.c.id.in_(candidates))
         rule_words = words(rule)
         best: tuple[float, Node] | None = None
-        for row in conn.execute(query).mappings():
+        for row in rows:
             overlap = jaccard(rule_words, words(row["content"]))
             cosine = float(row["similarity"]) if row["similarity"] is not None else 0.0
             if overlap < JACCARD_DUPLICATE and cosine < COSINE_DUPLICATE:
@@ -391,58 +362,17 @@ class Lessons:
             raise InvalidInputError(f"node {lesson_id} is not a lesson", field="lesson_id")
         return node
 
-    def _lessons(
-        self, conn: Connection, *, where: sa.ColumnElement[bool] | None = None
-    ) -> list[Lesson]:
-        """Current lessons with their learned state, strongest first.
-
-        Strongest: highest effective confidence, then most applications, then newest.
-        """
-        applied = sa.func.coalesce(node_state.c.times_applied, 0)
-        query = (
-            sa.select(
-                *node_columns(nodes, self.ns.id),
-                _effective_confidence().label("effective"),
-                applied.label("applied"),
-            )
-            .select_from(
-                nodes.outerjoin(
-                    node_state,
-                    sa.and_(
-                        node_state.c.namespace_id == self.ns.id,
-                        node_state.c.node_id == nodes.c.id,
-                    ),
-                )
-            )
-            .where(
-                nodes.c.namespace_id == self.ns.id,
-                nodes.c.tier == LESSONS,
-                nodes.c.node_type == LESSON_TYPE,
-                is_current(self.ns.id),
-                within_ceiling(nodes),
-            )
-            .order_by(
-                _effective_confidence().desc(),
-                applied.desc(),
-                nodes.c.recorded_at.desc(),
-                nodes.c.id.desc(),
-            )
-        )
-        if where is not None:
-            query = query.where(where)
+    def _lessons(self, conn: Connection, **only: Any) -> list[Lesson]:
+        """Current lessons with their learned state, strongest first (``only``: the filters
+        of :func:`~memstore.graph.lessons.lesson_rows`)."""
         return [
             Lesson(
                 node=to_node(row, self.ns.name),
                 confidence=float(row["effective"]),
                 times_applied=int(row["applied"]),
             )
-            for row in conn.execute(query).mappings()
+            for row in lesson_rows(conn, self.ns.id, LESSONS, LESSON_TYPE, **only)
         ]
-
-
-def _effective_confidence() -> sa.ColumnElement[float]:
-    """The current confidence when one was recorded, else the node's initial confidence."""
-    return sa.func.coalesce(node_state.c.current_confidence, nodes.c.confidence)
 
 
 __all__ = [

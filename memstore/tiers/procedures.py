@@ -15,18 +15,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from memstore.db.schema import node_state, nodes
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
 from memstore.graph.content import checked_content
+from memstore.graph.entries import bump_state, current_entries, learned_counts
 from memstore.inputs import checked_id, checked_reason, checked_text, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     PROCEDURES,
-    bump_state,
-    current_entries,
     lock_key,
     remember_fresh,
 )
@@ -248,9 +245,7 @@ class Procedures:
     def all(self, *, privacy_ceiling: int | None = None) -> list[Node]:
         """Every current procedure up to ``privacy_ceiling`` (default: the store's), by name."""
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            found = current_entries(
-                tx.conn, self.ns, PROCEDURES, where=nodes.c.node_type == PROCEDURE_TYPE
-            )
+            found = current_entries(tx.conn, self.ns, PROCEDURES, node_type=PROCEDURE_TYPE)
         return sorted(found, key=lambda node: (node.label or "", node.id))
 
     def versions(self, name_or_id: str | int, *, privacy_ceiling: int | None = None) -> list[Node]:
@@ -268,12 +263,7 @@ class Procedures:
         """Applications and successes of the current version (up to ``privacy_ceiling``)."""
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
             node = self._current(tx, name_or_id)
-            row = tx.conn.execute(
-                sa.select(node_state.c.times_applied, node_state.c.success_count).where(
-                    node_state.c.namespace_id == tx.id, node_state.c.node_id == node.id
-                )
-            ).first()
-            applied, successes = (row.times_applied, row.success_count) if row else (0, 0)
+            applied, successes = learned_counts(tx.conn, tx.id, node.id)
             return ProcedureStats(
                 node_id=node.id,
                 name=node.label or "",
@@ -312,7 +302,7 @@ class Procedures:
             self.ns,
             PROCEDURES,
             label=name,
-            where=nodes.c.node_type == PROCEDURE_TYPE,
+            node_type=PROCEDURE_TYPE,
             limit=1,
         )
         return found[0] if found else None

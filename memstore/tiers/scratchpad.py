@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.errors import EntryNotFoundError
+from memstore.graph.entries import count_current, current_entries
 from memstore.inputs import checked_reason, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     SCRATCHPAD,
-    count_current,
-    current_entries,
     lock_key,
     remember_fresh,
 )

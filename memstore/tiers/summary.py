@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 
 from memstore.embedding import cache
+from memstore.graph.census import last_activity, status_counts, tombstone_every_node
 from memstore.inputs import checked_reason
 from memstore.models import EmbeddingStatus
 
@@ -17,57 +17,6 @@ if TYPE_CHECKING:
     from memstore.services.scope import Scope
 
 STATUSES = ("current", "superseded", "tombstoned", "redacted")
-
-COUNTS = sa.text(
-    """
-    SELECT coalesce(n.tier, '') AS tier,
-           CASE WHEN EXISTS (SELECT 1 FROM memstore.redactions r
-                             WHERE r.namespace_id = :ns AND r.node_id = n.id) THEN 'redacted'
-                WHEN EXISTS (SELECT 1 FROM memstore.tombstones t
-                             WHERE t.namespace_id = :ns AND t.node_id = n.id) THEN 'tombstoned'
-                WHEN EXISTS (SELECT 1 FROM memstore.supersessions s
-                             WHERE s.namespace_id = :ns AND s.old_id = n.id) THEN 'superseded'
-                ELSE 'current' END AS status,
-           count(*) AS nodes
-    FROM memstore.nodes n
-    WHERE n.namespace_id = :ns
-      AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
-    GROUP BY 1, 2
-    """
-)
-
-LAST_ACTIVITY = sa.text(
-    """
-    SELECT greatest(
-        (SELECT max(recorded_at) FROM memstore.nodes
-         WHERE namespace_id = :ns
-           AND privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint),
-        (SELECT max(recorded_at) FROM memstore.edges WHERE namespace_id = :ns),
-        (SELECT max(at) FROM memstore.tombstones WHERE namespace_id = :ns),
-        (SELECT max(at) FROM memstore.supersessions WHERE namespace_id = :ns),
-        (SELECT max(at) FROM memstore.activations WHERE namespace_id = :ns))
-    """
-)
-
-# Every current node up to the transaction's privacy ceiling gets a tombstone
-# (a caller cannot retire what it cannot see); superseded versions are already
-# hidden behind their current one, redacted ones hold nothing.
-CLEAR = sa.text(
-    """
-    INSERT INTO memstore.tombstones (namespace_id, target_kind, node_id, reason, actor)
-    SELECT :ns, 'node', n.id, :reason, :actor
-    FROM memstore.nodes n
-    WHERE n.namespace_id = :ns
-      AND NOT n.protected
-      AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
-      AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
-                      WHERE t.namespace_id = :ns AND t.node_id = n.id)
-      AND NOT EXISTS (SELECT 1 FROM memstore.supersessions s
-                      WHERE s.namespace_id = :ns AND s.old_id = n.id)
-      AND NOT EXISTS (SELECT 1 FROM memstore.redactions r
-                      WHERE r.namespace_id = :ns AND r.node_id = n.id)
-    """
-)
 
 
 class NamespaceSummary(BaseModel):
@@ -107,8 +56,8 @@ def summarise(ns: Scope, privacy_ceiling: int | None = None) -> NamespaceSummary
     a count must not tell a caller that a memory above it exists.
     """
     with ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-        rows = tx.conn.execute(COUNTS, {"ns": ns.id}).all()
-        last = tx.conn.execute(LAST_ACTIVITY, {"ns": ns.id}).scalar_one()
+        rows = status_counts(tx.conn, ns.id)
+        last = last_activity(tx.conn, ns.id)
         embeddings = cache.status(tx.conn, ns.id, ns.name, ns.embedder.name, ns.embedder.dims)
     by_status = dict.fromkeys(STATUSES, 0)
     by_tier: dict[str, dict[str, int]] = {}
@@ -135,7 +84,4 @@ def clear(ns: Scope, reason: str, actor: str | None) -> int:
     with ns.transaction() as tx:
         # Every memory at once: wait for each writer of one (lineage locks).
         tx.locks.lock_namespace()
-        done = tx.conn.execute(
-            CLEAR, {"ns": ns.id, "reason": reason, "actor": actor or ns.settings.actor}
-        )
-        return int(done.rowcount)
+        return tombstone_every_node(tx.conn, ns.id, reason, actor or ns.settings.actor)

@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
-import sqlalchemy as sa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from memstore.db.schema import nodes
 from memstore.errors import InvalidInputError
 from memstore.graph.content import checked_content
+from memstore.graph.entries import count_current, current_entries, now
 from memstore.inputs import checked_text, validated
 from memstore.models import Hit, MemoryInput, Node
-from memstore.tiers.common import TIMELINE, count_current, current_entries, lock_key, now
+from memstore.tiers.common import TIMELINE, lock_key
 
 if TYPE_CHECKING:
     from memstore.services.recall import Recaller
@@ -62,11 +61,9 @@ class Timeline:
                 tx.conn,
                 self.ns,
                 TIMELINE,
-                where=sa.and_(
-                    nodes.c.scope == turn.session_id,
-                    nodes.c.node_type == TURN,
-                    nodes.c.observed_at <= moment,
-                ),
+                scope=turn.session_id,
+                node_type=TURN,
+                observed_until=moment,
                 limit=1,
             )
             node, created = tx.store_item(
@@ -95,12 +92,12 @@ class Timeline:
         (default: the store's), newest first."""
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 10_000:
             raise InvalidInputError("n must be an integer from 1 to 10000", field="n")
-        where = nodes.c.node_type == TURN
         if session_id is not None:
             session_id = checked_text(session_id, "session_id")
-            where = sa.and_(where, nodes.c.scope == session_id)
         with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            return current_entries(tx.conn, self.ns, TIMELINE, where=where, limit=n)
+            return current_entries(
+                tx.conn, self.ns, TIMELINE, node_type=TURN, scope=session_id, limit=n
+            )
 
     def search(
         self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None

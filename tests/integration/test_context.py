@@ -211,8 +211,9 @@ def test_warnings_name_the_chosen_items_without_fresh_vectors(store, database_ur
 def test_the_packets_tier_read_sees_what_current_entries_sees(store):
     from psycopg.rows import dict_row
 
+    from memstore.graph.entries import current_entries
     from memstore.recall.context import TIER_CANDIDATES
-    from memstore.tiers.common import LESSONS, SCRATCHPAD, TIMELINE, current_entries
+    from memstore.tiers.common import LESSONS, SCRATCHPAD, TIMELINE
 
     ns = store.namespace(f"tier-read-{uuid.uuid4().hex[:8]}")
     for key in ("city", "team", "diet"):

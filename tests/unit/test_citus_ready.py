@@ -35,7 +35,7 @@ def test_the_walk_finds_our_sql():
     sources = {s.source.split(" ")[0].split(":")[0] for s in _everything()}
     assert {"sql/05_neighbourhood.sql", "sql/06_views.sql", "sql/02_lineage.sql"} <= sources
     assert {"memstore/recall/recall.sql", "memstore/activation/learning.sql"} <= sources
-    assert "memstore/graph/lineage.py" in sources and "memstore/tiers/summary.py" in sources
+    assert "memstore/graph/lineage.py" in sources and "memstore/graph/census.py" in sources
     views = [s for s in _everything() if s.view]
     assert len(views) == 10
 

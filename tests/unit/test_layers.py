@@ -141,20 +141,6 @@ def test_the_statement_check_finds_what_it_looks_for(tmp_path):
     assert len(_sql_built(sample)) == 5
 
 
-# Service modules whose statements have not moved down yet (issue 19): each must still
-# build SQL, so the list only shrinks.
-STILL_BUILDING: set[str] = {
-    "tx.py", "store.py", "tiers/common.py", "tiers/consolidation.py", "tiers/lessons.py",
-    "tiers/procedures.py", "tiers/summary.py", "lifecycle/apply.py",
-    "lifecycle/audit.py",
-    "lifecycle/facts.py", "lifecycle/review.py", "lifecycle/service.py",
-}  # fmt: skip
-
-
 @pytest.mark.parametrize("path", _service_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_services_build_no_sql(path):
-    name = str(path.relative_to(PACKAGE))
-    if name in STILL_BUILDING:
-        assert _sql_built(path), f"{name} builds no SQL now: take it off STILL_BUILDING"
-    else:
-        assert not _sql_built(path), f"{name} builds SQL: {_sql_built(path)}"
+    assert not _sql_built(path), f"{path.relative_to(PACKAGE)} builds SQL: {_sql_built(path)}"
