@@ -583,7 +583,9 @@ class Namespace:
     def link(self, src: int, dst: int, **fields: Any) -> Edge:
         """Add an edge ``src → dst`` (relation, weight, inhibitory, confidence, layer, provenance).
 
-        Both ends must be nodes of this namespace and not forgotten.
+        Both ends must be current nodes of this namespace (not superseded,
+        forgotten or redacted). The same link again (equal ends and fields)
+        returns the edge already written (docs/recall.md).
         """
         with self.transaction() as tx:
             return tx.link(src, dst, **fields)

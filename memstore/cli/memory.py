@@ -142,7 +142,7 @@ def link(
     inhibitory: Annotated[bool, typer.Option(help="The edge suppresses its target.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Link two nodes of one namespace."""
+    """Link two current nodes of one namespace (the same link again: the existing edge)."""
     with open_store(ctx) as store:
         edge = store.namespace(namespace).link(
             src, dst, relation=relation, weight=weight, inhibitory=inhibitory
