@@ -9,11 +9,41 @@ Without a URL, ``open()`` starts the embedded PostgreSQL:
 >>> store.close()                       # doctest: +SKIP
 """
 
-from importlib.metadata import version
+from __future__ import annotations
 
-from memstore.errors import MemstoreError
-from memstore.models import StoreStatus
-from memstore.store import MemoryStore
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memstore.errors import MemstoreError
+    from memstore.models import StoreStatus
+    from memstore.store import MemoryStore
 
 __all__ = ["MemoryStore", "MemstoreError", "StoreStatus"]
-__version__ = version("memstore")
+
+# The public names load on first use (PEP 562): importing the package, which
+# every submodule does (the ``memstore`` command too), must not import
+# SQLAlchemy, psycopg, pydantic and numpy before they are needed.
+_LAZY = {
+    "MemoryStore": "memstore.store",
+    "MemstoreError": "memstore.errors",
+    "StoreStatus": "memstore.models",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name]), name)
+    elif name == "__version__":
+        from importlib.metadata import version
+
+        value = version("memstore")
+    else:
+        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY, "__version__"])
