@@ -5,7 +5,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# Everything `make test` needs (the test extra: pytest, mypy, ruff, ...).
 STAMP  := $(VENV)/.installed
+# What `make demo` needs: memstore and its offline neural embedder, no more.
+# The full install above satisfies it too, so it touches both stamps.
+DEMO_STAMP := $(VENV)/.installed-demo
 # The benchmark environment: memstore with its neural extra plus the peer and
 # matplotlib (benchmarks/requirements.txt), never memstore dependencies.
 BENCH_VENV      ?= .venv-bench
@@ -16,17 +20,30 @@ BENCH_ARGS      ?=
 
 .PHONY: install demo test lint typecheck clean bench
 
-$(STAMP): pyproject.toml
+# pip prints a line per package (and a bar per download) instead of --quiet:
+# the first install takes minutes and must not look stuck.
+$(BIN)/python:
+	@echo "==> creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,neural]'
-	touch $(STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "==> installing memstore with everything the tests need (first time: a few minutes)"
+	$(BIN)/python -m pip install -e '.[test,neural]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	@echo "==> installing memstore and its neural embedder (first time: a few minutes)"
+	$(BIN)/python -m pip install -e '.[neural]'
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
 # Starts the embedded PostgreSQL (or uses MEMSTORE_DATABASE_URL), migrates a
 # private embedded database, and prints the store's status.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
+	@echo "==> running the demo (the command itself: $(BIN)/memstore demo)"
 	$(BIN)/memstore demo
 
 lint: $(STAMP)

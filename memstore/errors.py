@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-
 # SQLSTATEs raised by the SQL in sql/. Class "MS" is not used by PostgreSQL.
 SQLSTATE_IMMUTABLE = "MS001"
 SQLSTATE_SUPERSESSION = "MS002"
@@ -283,6 +281,11 @@ def translate_db_error(exc: BaseException) -> MemstoreError:
     :class:`DatabaseError`. Callers raise the result ``from exc`` so the
     driver's trace stays attached.
     """
+    # Imported here, not at the top: this module is a leaf every layer (and
+    # the CLI's error handler) imports, and a driver error means psycopg is
+    # loaded already.
+    import psycopg
+
     err = _driver_error(exc)
     sqlstate = getattr(err, "sqlstate", None)
     diag = getattr(err, "diag", None)

@@ -422,7 +422,9 @@ class Namespace:
     ) -> Edge:
         """Add an edge ``src → dst`` (relation, weight, inhibitory, confidence, layer, provenance).
 
-        Both ends must be nodes of this namespace and not forgotten.
+        Both ends must be current nodes of this namespace (not superseded,
+        forgotten or redacted). The same link again (equal ends and fields)
+        returns the edge already written (docs/recall.md).
         """
         fields = given(locals(), "self", "src", "dst")  # first: the keywords, nothing else
         with self.transaction() as tx:

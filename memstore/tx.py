@@ -35,7 +35,7 @@ from memstore.errors import (
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content, checked_data, normalise
-from memstore.graph.edges import insert_edge
+from memstore.graph.edges import find_edge, insert_edge
 from memstore.graph.entries import current_entries
 from memstore.graph.locks import LineageLocks
 from memstore.graph.nodes import remember_node, remember_params
@@ -277,7 +277,8 @@ class NamespaceTransaction:
 
         Both ends are locked (memstore/graph/locks.py) before their status is
         read: a forget or revise of either end waits for this link, or this
-        link sees what it wrote.
+        link sees what it wrote. The same locks make an identical link
+        idempotent under concurrency: a second one waits, then finds the first.
         """
         link = validated(LinkInput, src=src, dst=dst, **fields)
         if link.src == link.dst:
@@ -300,7 +301,13 @@ class NamespaceTransaction:
                 f"node {link.dst} is protected: only ns.cultivate(...) may link into it",
                 node_id=link.dst,
             )
-        edge_id = insert_edge(self.conn, self.id, link.model_dump())
+        values = link.model_dump()
+        existing = find_edge(self.conn, self.id, values)
+        if existing is not None:
+            # The same link again (a script run twice, two agents recording one
+            # association) is the edge already written, not a second one.
+            return fetch_edges(self.conn, self.id, self.name, [existing])[existing]
+        edge_id = insert_edge(self.conn, self.id, values)
         self._audited("link", link.dst, edge_id, protected=protected)
         return fetch_edges(self.conn, self.id, self.name, [edge_id])[edge_id]
 

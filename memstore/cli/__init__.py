@@ -3,11 +3,26 @@
 Every option that a setting backs names its environment variable in ``--help``.
 Exit codes: 0 success, 1 a memstore error (or ``db check`` found a mismatch),
 2 a usage error.
+
+**Commands stay lazy.** ``memstore --help`` (and every ``memstore CMD --help``)
+imports this package and every command module, and typer reads each command's
+signature, so it answers in well under a second only while those modules
+import nothing heavy. A command module imports at its top only the standard
+library, typer, rich and ``memstore.cli.common`` / ``memstore.errors``;
+everything else (the store, the settings, pydantic models, SQLAlchemy,
+psycopg, numpy, an extra's packages such as a web server) is imported inside
+the command's body, and names needed only in annotations of helpers go under
+``if TYPE_CHECKING:``. The annotations of a command's own parameters are read
+at run time, so they use only those light names (``Annotated[str,
+typer.Option(...)]``, ``int``, ``datetime``, the options of ``common``).
+Register a new command here with one line, like the others.
+tests/acceptance/test_cli_startup.py runs every command's ``--help`` and fails
+when one of them imports a heavy module.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -23,9 +38,10 @@ from memstore.cli.common import (
     settings_of,
 )
 from memstore.cli.db import db_app
-from memstore.cli.demo import run_demo
 from memstore.errors import MemstoreError
-from memstore.models import StoreStatus
+
+if TYPE_CHECKING:
+    from memstore.models import StoreStatus
 
 app.add_typer(db_app, name="db")
 memory.register(app)
@@ -92,6 +108,8 @@ def demo(ctx: typer.Context) -> None:
     settings = settings_of(ctx)
     where = "the configured database" if settings.database_url else str(settings.data_dir)
     out.print(f"memstore demo: opening the store in {where}")
+    from memstore.cli.demo import run_demo
+
     with open_store(ctx) as store:
         _print_status(store.status())
         run_demo(store, out)

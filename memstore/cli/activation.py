@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from memstore.activation import Activation
 from memstore.cli.common import CeilingOption, JsonOption, NamespaceOption, open_store, out
 from memstore.cli.memory import utc
+
+if TYPE_CHECKING:
+    from memstore.activation import Activation
 
 
 def _print_activation(activation: Activation) -> None:

@@ -1,4 +1,9 @@
-"""Shared pieces of the CLI: the app, global options, consoles, opening the store."""
+"""Shared pieces of the CLI: the app, global options, consoles, opening the store.
+
+Light on purpose: every command module imports this one while ``memstore
+--help`` is answered, so the settings (pydantic) and the store (SQLAlchemy,
+psycopg, numpy) are imported only when a command runs (memstore/cli/__init__.py).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,20 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
-from memstore.config import Settings
 from memstore.errors import InvalidInputError
-from memstore.store import MemoryStore
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from memstore.config import Settings
+    from memstore.store import MemoryStore
 
 app = typer.Typer(
     help="memstore: a relational memory store for AI agents on PostgreSQL + pgvector.",
@@ -51,7 +59,8 @@ CeilingOption = Annotated[
 
 @dataclass
 class _Options:
-    settings: Settings
+    overrides: dict[str, object] = field(default_factory=dict)
+    settings: Settings | None = None
 
 
 @app.callback()
@@ -92,24 +101,32 @@ def _options(
         overrides["data_dir"] = data_dir
     if embedder:
         overrides["embedder"] = embedder
-    ctx.obj = _Options(settings=Settings(**overrides))  # type: ignore[arg-type]
+    ctx.obj = _Options(overrides=overrides)
 
 
 def settings_of(ctx: typer.Context) -> Settings:
     """The settings the global options and the environment describe."""
+    from memstore.config import Settings
+
     options: _Options = ctx.ensure_object(_Options)
+    if options.settings is None:
+        options.settings = Settings(**options.overrides)  # type: ignore[arg-type]
     return options.settings
 
 
 @contextmanager
 def open_store(ctx: typer.Context) -> Iterator[MemoryStore]:
     """The store the global options describe, closed afterwards."""
+    from memstore.store import MemoryStore
+
     with MemoryStore.open(settings=settings_of(ctx)) as store:
         yield store
 
 
 def print_json(model: BaseModel | Sequence[BaseModel]) -> None:
     """A model (or a list of them) as indented JSON on stdout."""
+    from pydantic import BaseModel
+
     if not isinstance(model, BaseModel):
         print("[" + ",\n".join(m.model_dump_json(indent=2) for m in model) + "]")
     else:

@@ -6,17 +6,16 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy.engine import Engine
 
 from memstore.cli.common import err, out, settings_of
-from memstore.config import Settings
-from memstore.db import integrity, migrate, roles
-from memstore.db.embedded import EmbeddedServer
-from memstore.db.engine import connect_checked, create_engine
-from memstore.db.transaction import transaction
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from memstore.config import Settings
 
 db_app = typer.Typer(
     help="Schema migrations: upgrade, inspect and review the database schema.",
@@ -27,6 +26,9 @@ db_app = typer.Typer(
 @contextmanager
 def _engine(settings: Settings) -> Iterator[Engine]:
     """An engine on the configured database, without the schema-version guard."""
+    from memstore.db.embedded import EmbeddedServer
+    from memstore.db.engine import connect_checked, create_engine
+
     embedded = None
     url = settings.database_url
     if url is None:
@@ -43,6 +45,9 @@ def _engine(settings: Settings) -> Iterator[Engine]:
 
 
 def _migrate(ctx: typer.Context, step: Callable[[Engine, str], None], revision: str) -> None:
+    from memstore.db import migrate
+    from memstore.db.transaction import transaction
+
     with _engine(settings_of(ctx)) as engine:
         step(engine, revision)
         with transaction(engine) as conn:
@@ -56,6 +61,8 @@ def db_upgrade(
     revision: Annotated[str, typer.Option(help="Target revision.")] = "head",
 ) -> None:
     """Migrate the database schema up to a revision (default: the package's head)."""
+    from memstore.db import migrate
+
     _migrate(ctx, migrate.upgrade, revision)
 
 
@@ -65,12 +72,17 @@ def db_downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision; 'base' removes the tables.")],
 ) -> None:
     """Migrate the database schema down to a revision (for rollbacks; drops data)."""
+    from memstore.db import migrate
+
     _migrate(ctx, migrate.downgrade, revision)
 
 
 @db_app.command("current")
 def db_current(ctx: typer.Context) -> None:
     """Print the database's schema revision and the package's."""
+    from memstore.db import migrate
+    from memstore.db.transaction import transaction
+
     with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
         current = migrate.current_revision(conn)
     out.print(f"database revision: {current or 'none'}")
@@ -93,6 +105,9 @@ def db_check(
     attributes, memberships and settings. Each finding is printed with its
     code (docs/security.md lists them and what to do).
     """
+    from memstore.db import integrity, migrate
+    from memstore.db.transaction import transaction
+
     with _engine(settings_of(ctx)) as engine, transaction(engine) as conn:
         migrate.require_current(conn)
         found = integrity.findings(conn)
@@ -132,6 +147,9 @@ def db_roles(
     deploy is: roles --apply, upgrade (as memstore_owner), roles --apply.
     Applying needs a superuser or a role with CREATEROLE (docs/security.md).
     """
+    from memstore.db import migrate, roles
+    from memstore.db.transaction import transaction
+
     if not apply:
         sys.stdout.write(roles.roles_sql())
         return
@@ -166,4 +184,6 @@ def db_sql(
     end: Annotated[str, typer.Option("--to", help="Target revision.")] = "head",
 ) -> None:
     """Print the upgrade as SQL for a DBA to review, without connecting to any database."""
+    from memstore.db import migrate
+
     sys.stdout.write(migrate.offline_sql(start, end))

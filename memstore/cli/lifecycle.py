@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -18,8 +18,9 @@ from memstore.cli.common import (
     print_json,
     read_input,
 )
-from memstore.law.ops import operation_schema
-from memstore.law.receipt import Receipt
+
+if TYPE_CHECKING:
+    from memstore.law.receipt import Receipt
 
 review_app = typer.Typer(help="The human review queue of proposed writes.", no_args_is_help=True)
 
@@ -87,6 +88,8 @@ def apply(
 
 def operations_schema() -> None:
     """Print the JSON Schema of an operation (for a model that emits them)."""
+    from memstore.law.ops import operation_schema
+
     print(json.dumps(operation_schema(), indent=2))
 
 

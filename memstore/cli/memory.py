@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from memstore.cli.common import (
@@ -22,7 +21,9 @@ from memstore.cli.common import (
     read_input,
 )
 from memstore.errors import InvalidInputError
-from memstore.models import Hit, Kind, Node, RecallMode, TargetKind
+
+if TYPE_CHECKING:
+    from memstore.models import Hit, Kind, Node, RecallMode, TargetKind
 
 embed_app = typer.Typer(help="The embeddings cache: freshness and rebuild.", no_args_is_help=True)
 
@@ -112,6 +113,8 @@ def import_(
     as_json: JsonOption = False,
 ) -> None:
     """Bulk-load memories (binary COPY), all or nothing, with a progress bar."""
+    from rich.progress import Progress
+
     items: list[Any] = []
     as_json_lines = Path(path).suffix in (".jsonl", ".json")
     for number, line in enumerate(read_input(path).splitlines(), start=1):
@@ -142,7 +145,7 @@ def link(
     inhibitory: Annotated[bool, typer.Option(help="The edge suppresses its target.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Link two nodes of one namespace."""
+    """Link two current nodes of one namespace (the same link again: the existing edge)."""
     with open_store(ctx) as store:
         edge = store.namespace(namespace).link(
             src, dst, relation=relation, weight=weight, inhibitory=inhibitory
@@ -294,6 +297,8 @@ def embed_rebuild(
     as_json: JsonOption = False,
 ) -> None:
     """Compute every missing or stale vector (and the model's index), with a progress bar."""
+    from rich.progress import Progress
+
     with open_store(ctx) as store:
         ns = store.namespace(namespace)
         todo = ns.embedding_status()
