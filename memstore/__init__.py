@@ -10,6 +10,7 @@ Without a URL, ``open()`` starts the embedded PostgreSQL:
 """
 
 from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
 
 from memstore.errors import MemstoreError
 from memstore.models import StoreStatus
@@ -17,3 +18,18 @@ from memstore.store import MemoryStore
 
 __all__ = ["MemoryStore", "MemstoreError", "StoreStatus"]
 __version__ = version("memstore")
+
+# The async API (docs/async.md), imported on first use: `memstore --help` and sync
+# users do not load it.
+if TYPE_CHECKING:
+    from memstore.aio import AsyncMemoryStore, AsyncNamespace
+
+__all__ += ["AsyncMemoryStore", "AsyncNamespace"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AsyncMemoryStore", "AsyncNamespace"):
+        from memstore import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
