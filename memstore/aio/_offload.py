@@ -223,12 +223,18 @@ class _Opening(_Member[S, P, W]):
     """A sync method that returns a service object: awaited, it returns that object's
     async view, on the same runner (a namespace of a store, a transaction's twin)."""
 
-    def __init__(self, fn: Callable[Concatenate[S, P], Any], wrap: Callable[[Any, Runner], W]):
+    def __init__(
+        self,
+        fn: Callable[Concatenate[S, P], Any],
+        wrap: Callable[[Any, Runner], W],
+        returns: str | None = None,
+    ):
         super().__init__(fn)
         self._wrap = wrap
+        self._returns_name = returns or getattr(wrap, "__name__", None)
 
     def _returns(self) -> object:
-        return getattr(self._wrap, "__name__", inspect.Parameter.empty)
+        return self._returns_name or inspect.Parameter.empty
 
     def _method(self) -> Callable[..., Any]:
         name, wrap = self._name, self._wrap
@@ -241,9 +247,12 @@ class _Opening(_Member[S, P, W]):
         return method
 
 
-def opening(fn: Callable[Concatenate[S, P], R], wrap: Callable[[R, Runner], W]) -> _Member[S, P, W]:
-    """The async twin of ``fn``, whose result it wraps with ``wrap`` (an async class)."""
-    return _Opening(fn, wrap)
+def opening(
+    fn: Callable[Concatenate[S, P], R], wrap: Callable[[R, Runner], W], returns: str | None = None
+) -> _Member[S, P, W]:
+    """The async twin of ``fn``, whose result it wraps with ``wrap`` (an async class;
+    ``returns`` names it when ``wrap`` is a lambda, for a class that returns itself)."""
+    return _Opening(fn, wrap, returns)
 
 
 class _Closing(_Member[S, P, R]):

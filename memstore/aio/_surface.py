@@ -85,7 +85,8 @@ class AsyncNamespaceTransaction(Offloaded[NamespaceTransaction]):
     revise = verb(NamespaceTransaction.revise)  # type: ignore[arg-type]
     sanctioned = opening(
         NamespaceTransaction.sanctioned,
-        lambda sync, runner: AsyncNamespaceTransaction(sync, runner),
+        lambda *made: AsyncNamespaceTransaction(*made),
+        returns="AsyncNamespaceTransaction",
     )
     store_item = verb(NamespaceTransaction.store_item)
     # sync-only: conn, an attribute of type Connection

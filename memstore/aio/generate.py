@@ -140,7 +140,8 @@ class Surface:
         if target in self.order:
             return async_name(target)
         # Not generated yet (a class that returns itself): looked up when called.
-        return f"lambda sync, runner: {async_name(target)}(sync, runner)"
+        name = async_name(target)
+        return f'lambda *made: {name}(*made), returns="{name}"'
 
     def _entry(self, cls: type, name: str) -> Entry:
         member = inspect.getattr_static(cls, name, None)
@@ -233,8 +234,12 @@ def _assignment(entry: Entry) -> list[str]:
     if len(line) <= LINE_LENGTH:
         return [line]
     call, _, args = entry.line.partition("(")
-    first, _, rest = args.removesuffix(")").partition(", ")
-    return [f"    {entry.name} = {call}(", f"        {first},", f"        {rest},", "    )"]
+    arguments = args.removesuffix(")").split(", ")
+    return [
+        f"    {entry.name} = {call}(",
+        *(f"        {argument}," for argument in arguments),
+        "    )",
+    ]
 
 
 def _takes_any_keyword(fn: Callable[..., Any]) -> bool:
