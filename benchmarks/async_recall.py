@@ -26,8 +26,8 @@ Embedded server in a temporary directory, or ``--database-url`` (migrated to hea
 from __future__ import annotations
 
 import argparse
-import gc
 import asyncio
+import gc
 import json
 import os
 import statistics
