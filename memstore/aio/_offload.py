@@ -395,7 +395,13 @@ class _Constructor(Generic[P, S]):
         fn, workers = self._fn, self._workers
 
         async def method(cls: Any, /, *args: Any, **kwargs: Any) -> Any:
-            opened = await asyncio.to_thread(fn, *args, **kwargs)
+            loop = asyncio.get_running_loop()
+            opening = loop.run_in_executor(None, functools.partial(fn, *args, **kwargs))
+            try:
+                opened = await asyncio.shield(opening)
+            except asyncio.CancelledError:
+                opening.add_done_callback(_close_when_opened)  # nobody will own it
+                raise
             return cls(opened, Runner(workers(opened)))
 
         functools.update_wrapper(method, fn, assigned=("__doc__", "__module__"))
@@ -411,6 +417,12 @@ class _Constructor(Generic[P, S]):
 
     def __get__(self, instance: object, owner: type[W]) -> Callable[P, Awaitable[W]]:
         return self._async.__get__(owner, owner)  # type: ignore[no-any-return]
+
+
+def _close_when_opened(opening: asyncio.Future[Any]) -> None:
+    """Close, on a thread, what an open whose caller was cancelled has opened."""
+    if not opening.cancelled() and opening.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, opening.result().close)
 
 
 def constructor(fn: Callable[P, S], workers: Callable[[S], int]) -> _Constructor[P, S]:

@@ -120,6 +120,9 @@ def test_a_transaction_commits_all_or_nothing_on_its_own_thread(database_url):
         assert row_counts(database_url) == before
         with pytest.raises(TransactionOverError):
             await tx.remember("after the block")
+        with pytest.raises(InvalidInputError, match="privacy_ceiling"):  # refused on entry
+            async with ns.transaction(privacy_ceiling=9):
+                pass
         async with ns.reading() as reader:
             assert (await reader.node(a.id)).content == "Team dinner on Friday"
 
