@@ -176,16 +176,3 @@ class AsyncMemoryStore(Offloaded[MemoryStore], Closable):
     status = verb(MemoryStore.status)
     # sync-only: engine, a property of type Engine (use .sync)
     # sync-only: transaction, a context manager of Iterator[Connection] (use .sync)
-
-
-__all__ = [
-    "AsyncConsolidation",
-    "AsyncLessons",
-    "AsyncMemoryStore",
-    "AsyncNamespace",
-    "AsyncNamespaceTransaction",
-    "AsyncProcedures",
-    "AsyncReview",
-    "AsyncScratchpad",
-    "AsyncTimeline",
-]

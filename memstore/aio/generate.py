@@ -220,9 +220,7 @@ class Surface:
             for entry in entries:
                 if entry.excluded is not None:
                     lines.append(f"    # sync-only: {entry.name}, {entry.excluded}")
-        lines += ["", "", "__all__ = ["]
-        lines += [f'    "{name}",' for name in sorted(async_name(cls) for cls in self.order)]
-        lines += ["]", ""]
+        lines.append("")  # memstore.aio exports the classes
         return "\n".join(lines)
 
 
