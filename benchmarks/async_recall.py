@@ -264,6 +264,11 @@ def main() -> None:
         default=None,
         help="sys.setswitchinterval for the run (seconds; default 0.005)",
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() once the data is loaded: collections skip the objects of startup",
+    )
     parser.add_argument("--database-url", default=None)
     args = parser.parse_args()
     if args.switch_interval is not None:
@@ -277,6 +282,9 @@ def main() -> None:
         store.namespace(name).remember_many(corpus(args.memories))
         texts = queries(args.recalls)
         store.namespace(name).recall(texts[0], k=10)  # warm
+        if args.gc_freeze:
+            gc.collect()
+            gc.freeze()
         pool_size = store.engine.pool.size()  # type: ignore[attr-defined]
         workers = [int(w) for w in args.workers.split(",") if w] or [pool_size]
         results = [asyncio.run(idle_loop()), sync_run(store.namespace(name), texts, args.threads)]
@@ -293,6 +301,7 @@ def main() -> None:
         "memories": args.memories,
         "recalls": args.recalls,
         "switch_interval": sys.getswitchinterval(),
+        "gc_freeze": args.gc_freeze,
         "load": os.getloadavg(),
         "results": results,
     }

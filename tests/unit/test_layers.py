@@ -62,3 +62,14 @@ def test_no_upward_imports(layer):
         for name in _imports(path):
             for forbidden in FORBIDDEN[layer]:
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+def test_the_async_api_is_a_shell_nothing_below_imports():
+    """memstore.aio wraps the services; only the package root (its lazy export) and the
+    other shells (cli) may import it."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        part = path.relative_to(PACKAGE).parts[0]
+        if part in ("aio", "cli", "__init__.py"):
+            continue
+        for name in _imports(path):
+            assert not name.startswith("memstore.aio"), f"{path.name} imports {name}"
