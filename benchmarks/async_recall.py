@@ -13,12 +13,15 @@ Loads ``--memories`` memories (hashing embedder) into one namespace, then, in on
   plan and the hits built on the loop: what a native async recall would cost.
 
 While the async runs go, a ticker task sleeps 5 ms at a time and records how late
-it wakes: its maximum lateness is the longest the loop was blocked. Every run
-reports recalls a second and latency p50/p95.
+it wakes: its maximum lateness is the longest the loop was blocked (the garbage
+collector's longest pause is reported beside it: a collection stops every thread).
+Every run reports recalls a second and latency p50/p95; ``--rounds`` repeats the
+runs interleaved and reports each one's median.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/async_recall.py --memories 10000 --recalls 3000 --alternative
+    .venv/bin/python benchmarks/async_recall.py --memories 10000 --recalls 3000 \
+        --alternative --rounds 3 --gc-freeze
 
 Embedded server in a temporary directory, or ``--database-url`` (migrated to head).
 """
@@ -258,6 +261,7 @@ def main() -> None:
     parser.add_argument("--coroutines", type=int, default=64)
     parser.add_argument("--workers", default="", help="comma-separated thread counts")
     parser.add_argument("--alternative", action="store_true")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each kind, interleaved")
     parser.add_argument(
         "--switch-interval",
         type=float,
@@ -287,22 +291,39 @@ def main() -> None:
             gc.freeze()
         pool_size = store.engine.pool.size()  # type: ignore[attr-defined]
         workers = [int(w) for w in args.workers.split(",") if w] or [pool_size]
-        results = [asyncio.run(idle_loop()), sync_run(store.namespace(name), texts, args.threads)]
-        for count in workers:
-            results.append(asyncio.run(async_run(store, name, texts, args.coroutines, count)))
-        if args.alternative:
-            results.append(
-                asyncio.run(
-                    psycopg_async_run(store, store._url, name, texts, args.coroutines, pool_size)
+        results = [asyncio.run(idle_loop())]
+        # Rounds interleave the runs, so that a change in the machine's load (other
+        # processes) falls on every run alike; the summary takes each run's median.
+        for _ in range(args.rounds):
+            results.append(sync_run(store.namespace(name), texts, args.threads))
+            for count in workers:
+                results.append(asyncio.run(async_run(store, name, texts, args.coroutines, count)))
+            if args.alternative:
+                results.append(
+                    asyncio.run(
+                        psycopg_async_run(
+                            store, store._url, name, texts, args.coroutines, pool_size
+                        )
+                    )
                 )
-            )
-        results.append(sync_run(store.namespace(name), texts, args.threads))  # drift check
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        runs.setdefault(result["run"], []).append(result)
+    medians = [
+        {
+            key: statistics.median(r[key] for r in same) if key != "run" else value
+            for key, value in same[0].items()
+        }
+        for same in runs.values()
+    ]
     report = {
         "memories": args.memories,
         "recalls": args.recalls,
         "switch_interval": sys.getswitchinterval(),
         "gc_freeze": args.gc_freeze,
         "load": os.getloadavg(),
+        "rounds": args.rounds,
+        "medians": medians,
         "results": results,
     }
     print(json.dumps(report, indent=1))
