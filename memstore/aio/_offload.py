@@ -434,8 +434,9 @@ def constructor(fn: Callable[P, S], workers: Callable[[S], int]) -> _Constructor
 def pool_workers(store: Any) -> int:
     """The threads of an async store: as many as its engine's pool keeps connections.
 
-    A verb holds at most one connection at a time, so more threads would only queue
-    in the pool (or open and close overflow connections): 64 coroutines share them.
+    A verb runs in one connection's transaction (rarely two), so more threads would
+    mostly queue in the pool or open and close overflow connections: 64 coroutines
+    share these.
     """
     size = getattr(store.engine.pool, "size", None)
     return max(1, int(size())) if callable(size) else 1
