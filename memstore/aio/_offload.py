@@ -90,6 +90,7 @@ class Session(Runner):
         self._calls = queue.SimpleQueue()
         self._entered: Future[Any] = Future()
         self._left: Future[bool] = Future()
+        self._closing = threading.Lock()  # a call is queued before the end, or refused
         self.workers = 1
         self.closed = False
         threading.Thread(
@@ -118,7 +119,8 @@ class Session(Runner):
         else:
             self._left.set_result(False)
         finally:
-            self.closed = True
+            with self._closing:
+                self.closed = True
             self._drain()
 
     def _drain(self) -> None:
@@ -132,11 +134,15 @@ class Session(Runner):
                 item[1].set_exception(TransactionOverError(self.closed_message))
 
     def submit(self, call: Callable[[], T]) -> Future[T]:
-        if self.closed:
-            raise TransactionOverError(self.closed_message)
         future: Future[T] = Future()
-        self._calls.put((call, future))
+        with self._closing:
+            if self.closed:
+                raise TransactionOverError(self.closed_message)
+            self._calls.put((call, future))
         return future
+
+    def close(self) -> None:
+        self.closed = True
 
     async def enter(self) -> Any:
         try:
