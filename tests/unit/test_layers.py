@@ -144,3 +144,14 @@ def test_the_statement_check_finds_what_it_looks_for(tmp_path):
 @pytest.mark.parametrize("path", _service_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_services_build_no_sql(path):
     assert not _sql_built(path), f"{path.relative_to(PACKAGE)} builds SQL: {_sql_built(path)}"
+
+
+def test_the_async_api_is_a_shell_nothing_below_imports():
+    """memstore.aio wraps the services; only the package root (its lazy export) and the
+    other shells (cli) may import it."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        part = path.relative_to(PACKAGE).parts[0]
+        if part in ("aio", "cli", "__init__.py"):
+            continue
+        for name in _imports(path):
+            assert not name.startswith("memstore.aio"), f"{path.name} imports {name}"

@@ -490,6 +490,8 @@ EXPORTED = {
     "Activation",
     "ActivationParams",
     "Anatomy",
+    "AsyncMemoryStore",
+    "AsyncNamespace",
     "ConfigurationError",
     "Consolidation",
     "ContextPacket",
