@@ -321,3 +321,33 @@ def test_the_service_role_authenticates_through_the_function(store, app_url):
         revoke_key(store.engine, created.id)
         with pytest.raises(AuthenticationError):
             authenticate(confined, f"Bearer {created.key}")
+
+
+def test_the_key_cache_trusts_a_checked_key_for_its_ttl_only(portal, store):
+    cached = make_api(portal, store, serve_key_cache_seconds=1.0)
+    name = f"kc-{uuid.uuid4().hex[:6]}"
+    created = create_key(store.engine, namespace=name)
+    url = f"/v1/namespaces/{name}/memories"
+    try:
+        assert cached.get(url, key=created.key).status_code == 200
+        revoke_key(store.engine, created.id)
+        assert cached.get(url, key=created.key).status_code == 200  # within the TTL
+        time.sleep(1.1)
+        assert problem(cached.get(url, key=created.key), 401)["reason"] == "revoked"
+        # Failures are never cached, and another header is another entry.
+        assert cached.get(url, key=created.key + "x").status_code == 401
+    finally:
+        cached.close()
+
+
+def test_the_key_cache_never_serves_an_expired_key(portal, store):
+    cached = make_api(portal, store, serve_key_cache_seconds=600)
+    name = f"ke-{uuid.uuid4().hex[:6]}"
+    created = create_key(store.engine, namespace=name, expires_in_days=1.0 / 86400)
+    url = f"/v1/namespaces/{name}/memories"
+    try:
+        assert cached.get(url, key=created.key).status_code == 200
+        time.sleep(1.2)
+        assert problem(cached.get(url, key=created.key), 401)["reason"] == "expired"
+    finally:
+        cached.close()
