@@ -128,3 +128,7 @@ class Settings(BaseSettings):
             " database again (0: every request); a revocation takes effect within it."
         ),
     )
+    serve_access_log: bool = Field(
+        default=True,
+        description="Log one line per request of `memstore serve` (method, path, status).",
+    )
