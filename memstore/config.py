@@ -111,12 +111,13 @@ class Settings(BaseSettings):
         description="Largest request body `memstore serve` reads (larger: 413).",
     )
     serve_embedder_threads: int | None = Field(
-        default=None,
+        default=1,
         ge=1,
         le=64,
         description=(
-            "ONNX intra-op threads of the neural embedder in `memstore serve` (unset: the"
-            " embedder's default); benchmarks/serve.py measures the choice."
+            "ONNX intra-op threads of the neural embedder in `memstore serve`: 1, because"
+            " concurrent requests each embed a query and 1 thread measured faster than 2"
+            " at 1, 8 and 32 clients (docs/benchmark-notes.md). Unset: the embedder's 2."
         ),
     )
     serve_key_cache_seconds: float = Field(
