@@ -12,7 +12,8 @@ server's added p50 at 1 client ≤ 2 ms; throughput at 8 clients ≥ 1.6× that 
 
 Part ``embedding``: the neural embedder's query embedding (one text a call,
 as recall does) from 1, 8 and 32 threads at once, with ONNX intra-op threads 1
-and 2 (interleaved): per-call p50/p95 and throughput. With ``--parts
+and 2, and with 1 thread behind the server's BatchingEmbedder (interleaved):
+per-call p50/p95 and throughput. With ``--parts
 http --embedder neural --embedder-threads N`` the server itself runs with N
 intra-op threads (``MEMSTORE_SERVE_EMBEDDER_THREADS``).
 
@@ -317,15 +318,19 @@ def run_embedding(args: argparse.Namespace) -> dict[str, Any]:
 
     rng = random.Random(args.seed)
     queries = [sentence(rng, 8) for _ in range(args.queries)]
-    embedders = {t: onnx.load_default(threads=t) for t in (1, 2)}
-    for embedder in embedders.values():
+    from memstore.server.batching import BatchingEmbedder
+
+    single = {t: onnx.load_default(threads=t) for t in (1, 2)}
+    embedders: dict[str, Any] = {f"intra{t}": e for t, e in single.items()}
+    embedders["batched_intra1"] = BatchingEmbedder(single[1])
+    for embedder in single.values():
         embedder.embed(queries[:20])
     rounds = []
     for number in range(args.rounds):
         result = {}
         for clients in args.clients:
-            for threads, embedder in embedders.items():
-                result[f"intra{threads}_clients{clients}"] = embed_level(
+            for label, embedder in embedders.items():
+                result[f"{label}_clients{clients}"] = embed_level(
                     lambda text, e=embedder: e.embed([text]), queries, clients
                 )
         rounds.append(result)

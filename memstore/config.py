@@ -133,3 +133,10 @@ class Settings(BaseSettings):
         default=True,
         description="Log one line per request of `memstore serve` (method, path, status).",
     )
+    serve_embedder_batching: bool = Field(
+        default=True,
+        description=(
+            "In `memstore serve`, embed the queries of concurrent requests in one batch"
+            " (neural embedder): one run over 8 short texts costs about a third of 8 runs."
+        ),
+    )
