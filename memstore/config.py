@@ -81,3 +81,62 @@ class Settings(BaseSettings):
         min_length=1,
         description="Actor recorded on tombstones, supersessions and redactions by default.",
     )
+    serve_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="Address `memstore serve` listens on (0.0.0.0: every interface).",
+    )
+    serve_port: int = Field(
+        default=8750, ge=1, le=65535, description="Port `memstore serve` listens on."
+    )
+    serve_rate_limit: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1_000_000,
+        description=(
+            "Requests per second each API key may send to `memstore serve` (a token"
+            " bucket; 0 turns the limit off)."
+        ),
+    )
+    serve_rate_burst: int = Field(
+        default=20,
+        ge=1,
+        le=1_000_000,
+        description="How many requests an API key may send at once before the rate applies.",
+    )
+    serve_max_body_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="Largest request body `memstore serve` reads (larger: 413).",
+    )
+    serve_embedder_threads: int | None = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description=(
+            "ONNX intra-op threads of the neural embedder in `memstore serve`: 1, because"
+            " concurrent requests each embed a query and 1 thread measured faster than 2"
+            " at 1, 8 and 32 clients (docs/benchmark-notes.md). Unset: the embedder's 2."
+        ),
+    )
+    serve_key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=3600.0,
+        description=(
+            "How long `memstore serve` trusts a key it has checked before asking the"
+            " database again (0: every request); a revocation takes effect within it."
+        ),
+    )
+    serve_access_log: bool = Field(
+        default=True,
+        description="Log one line per request of `memstore serve` (method, path, status).",
+    )
+    serve_embedder_batching: bool = Field(
+        default=True,
+        description=(
+            "In `memstore serve`, embed the queries of concurrent requests in one batch"
+            " (neural embedder): one run over 8 short texts costs about a third of 8 runs."
+        ),
+    )

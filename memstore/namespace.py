@@ -16,6 +16,7 @@ from memstore.config import Settings
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import InvalidInputError
+from memstore.graph.listing import ListQuery, MemoryPage, list_page
 from memstore.inputs import KEEP, Unchanged, given, known_keywords, validated
 from memstore.law.consolidate import Distiller
 from memstore.law.ops import Operation, Phase
@@ -636,6 +637,33 @@ class Namespace:
         return cache.rebuild(
             self._scope.engine, self.id, self.embedder, batch_size=batch_size, progress=progress
         )
+
+
+    # --- listing (appended: the REST API's GET /memories) ------------------------------
+
+    def list_memories(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 50,
+        kinds: list[Kind] | None = None,
+        tiers: list[str] | None = None,
+        privacy_ceiling: int | None = None,
+    ) -> MemoryPage:
+        """One page of current memories in id order, from the id after ``after``.
+
+        Pass the page's ``next_cursor`` as ``after`` for the next page (None:
+        there is none). Keyset pagination: pages neither repeat nor skip a
+        memory while others write. Superseded, forgotten and erased memories
+        are left out, and so is anything above ``privacy_ceiling`` (default:
+        the store's).
+
+        >>> page = ns.list_memories(limit=2)                # doctest: +SKIP
+        >>> page = ns.list_memories(after=page.next_cursor)  # doctest: +SKIP
+        """
+        query = validated(ListQuery, after=after, limit=limit, kinds=kinds, tiers=tiers)
+        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
+            return list_page(tx.conn, self.id, self.name, query)
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

@@ -140,6 +140,7 @@ class AsyncNamespace(Offloaded[Namespace]):
     lessons = part(Namespace.lessons, AsyncLessons)
     lineage = verb(Namespace.lineage)
     link = verb(Namespace.link)
+    list_memories = verb(Namespace.list_memories)
     name = same(str)
     policy = verb(Namespace.policy)
     procedures = part(Namespace.procedures, AsyncProcedures)

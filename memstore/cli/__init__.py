@@ -28,6 +28,7 @@ import typer
 from rich.table import Table
 
 from memstore.cli import activation, lifecycle, memory, tiers
+from memstore.cli import server as server_cli
 from memstore.cli.common import (
     CeilingOption,
     app,
@@ -48,6 +49,7 @@ memory.register(app)
 activation.register(app)
 tiers.register(app)
 lifecycle.register(app)
+server_cli.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

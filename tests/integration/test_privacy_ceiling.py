@@ -357,6 +357,7 @@ READS: dict[str, Call] = {
     ],
     "Namespace.get": lambda st, ns, w, kw: [ns.get(i, **kw) for i in w.public.values()],
     "Namespace.lineage": lambda st, ns, w, kw: ns.lineage(w.public["plan"], **kw),
+    "Namespace.list_memories": lambda st, ns, w, kw: ns.list_memories(limit=500, **kw),
     "Namespace.summary": lambda st, ns, w, kw: ns.summary(**kw),
     "Namespace.status_summary": lambda st, ns, w, kw: ns.status_summary(**kw),
     "Namespace.embedding_status": lambda st, ns, w, kw: ns.embedding_status(**kw),

@@ -22,6 +22,7 @@ SERVICES = (
     "memstore.lifecycle",
     "memstore.store",
     "memstore.cli",
+    "memstore.server",
 )
 CORE = ("memstore.graph", "memstore.recall", "memstore.embedding", "memstore.activation")
 # The law is pure: it may import the API models and nothing that reaches a database.
@@ -42,6 +43,9 @@ FORBIDDEN = {
     "models": ("memstore.db", *CORE, *SERVICES),
     "config": ("memstore.db", *CORE, *SERVICES),
     "services": ("memstore.namespace", "memstore.store", "memstore.cli"),
+    # API keys are a service over db; the server is a shell like the CLI.
+    "keys": ("memstore.store", "memstore.cli", "memstore.server"),
+    "server": ("memstore.cli",),
 }
 
 

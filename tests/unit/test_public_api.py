@@ -128,6 +128,15 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         "id": "property",
         "lessons": "cached_property",
         "lineage": ("node_id: 'int'", '*', "privacy_ceiling: 'int | None' = None", '-> list[Node]'),
+        "list_memories": (
+            '*',
+            "after: 'int' = 0",
+            "limit: 'int' = 50",
+            "kinds: 'list[Kind] | None' = None",
+            "tiers: 'list[str] | None' = None",
+            "privacy_ceiling: 'int | None' = None",
+            '-> MemoryPage',
+        ),
         "link": (
             "src: 'int'",
             "dst: 'int'",
