@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from memstore.cli import activation, lifecycle, memory, tiers
+from memstore.cli import mcp as mcp_command
 from memstore.cli.common import (
     CeilingOption,
     app,
@@ -32,6 +33,7 @@ memory.register(app)
 activation.register(app)
 tiers.register(app)
 lifecycle.register(app)
+mcp_command.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:
