@@ -19,6 +19,7 @@ differ only in who the caller is:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from starlette.types import Receive, Scope, Send
 
+    from memstore.server.app import ServerState
     from memstore.store import MemoryStore
 
 NAMESPACE_HEADER = "x-memstore-namespace"
+TOOLS_ENV = "MEMSTORE_MCP_TOOLS"
 STDIO_SCOPES = frozenset({"read", "write"})
 CALLER_KEY = "memstore.caller"
 # What a write implies (as the API keys' scopes do): every write answers with what it wrote.
@@ -64,38 +67,36 @@ def stdio_server(
     return build_mcp(lambda _request: caller, tools=tools)
 
 
-def _problem(status: int, title: str, detail: str) -> tuple[int, bytes]:
-    body = {
-        "type": f"https://memstore.dev/problems/{title.lower().replace(' ', '-')}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
-    return status, json.dumps(body).encode()
-
-
 class McpHttpApp:
     """MCP over streamable HTTP for ``memstore serve``, authenticated by API key.
 
-    An ASGI app: mount it (``app.mount("/mcp", mcp_app)``) and run
-    ``async with mcp_app.running():`` in the host app's lifespan (a mounted
-    app's own lifespan is not run). Stateless and JSON-answering, so any
-    number of server processes can sit behind a proxy.
+    An ASGI app that ``create_app`` mounts at ``/mcp``; it registers its session
+    manager in ``state.lifespans``, so the host app runs it. Stateless and
+    answering in JSON, so any number of server processes can sit behind a proxy.
     """
 
-    def __init__(self, store: MemoryStore, *, tools: ToolSet = "default", host: str = "127.0.0.1"):
-        self.store = store
+    def __init__(self, state: ServerState, *, tools: ToolSet = "default"):
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        self.state = state
         self.server = build_mcp(self._caller_of, tools=tools)
-        # Builds the session manager (its Starlette app is not used: requests
-        # reach the manager through __call__, after authentication).
+        # Builds the session manager; its Starlette app is not used: requests
+        # reach the manager through __call__, after authentication. DNS
+        # rebinding protection (a Host allow-list) is off: every request needs
+        # a bearer key, which a page a browser was tricked into loading does
+        # not have, and a Host allow-list would refuse a reverse proxy's name.
         self.server.streamable_http_app(
-            streamable_http_path="/", stateless_http=True, json_response=True, host=host
+            streamable_http_path="/",
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self._manager = self.server.session_manager
+        state.lifespans.append(self.running)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The session manager's task group; enter it once, in the host app's lifespan."""
+        """The session manager's task group, for the host app's lifespan."""
         async with self._manager.run():
             yield
 
@@ -108,12 +109,13 @@ class McpHttpApp:
         return caller
 
     def authorize(self, authorization: str | None, namespace: str | None) -> Caller:
-        """The caller of a request with these headers, or the memstore error that refuses it."""
+        """The caller of a request with these headers, or the memstore error that refuses it:
+        no valid key (401), over its rate (429), a namespace it does not reach (404, as one
+        that does not exist), a prefix key without the namespace header (422)."""
         from memstore.errors import NodeNotFoundError
-        from memstore.server.auth import authenticate
 
-        principal = authenticate(self.store, authorization)
-        name = namespace if namespace else principal.namespace
+        principal = self.state.authenticate(authorization)
+        name = namespace or principal.namespace
         if name is None:
             raise InvalidInputError(
                 "this API key serves the namespaces under a prefix: name one with the"
@@ -121,10 +123,9 @@ class McpHttpApp:
                 field="namespace",
             )
         if not principal.allows(name):
-            # Exactly what a namespace that does not exist would answer.
-            raise NodeNotFoundError(f"namespace {name!r} not found", namespace=name, target_id=0)
+            raise NodeNotFoundError("not found", namespace=name, target_id=0)
         return Caller(
-            namespace=self.store.namespace(name),
+            namespace=self.state.store.namespace(name),
             scopes=principal.granted,
             actor=principal.name or f"key:{principal.key_id}",
         )
@@ -141,39 +142,35 @@ class McpHttpApp:
                 self.authorize, headers.get("authorization"), headers.get(NAMESPACE_HEADER)
             )
         except MemstoreError as exc:
-            status, body = self._refusal(exc)
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"application/problem+json"),
-                        *([(b"www-authenticate", b"Bearer")] if status == 401 else []),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(exc, send)
             return
         await self._manager.handle_request({**scope, CALLER_KEY: caller}, receive, send)
 
-    @staticmethod
-    def _refusal(exc: MemstoreError) -> tuple[int, bytes]:
-        from memstore.errors import AuthenticationError, NotFoundError
 
-        if isinstance(exc, AuthenticationError):
-            return _problem(401, "Unauthorized", str(exc))
-        if isinstance(exc, NotFoundError):
-            return _problem(404, "Not Found", str(exc))
-        if isinstance(exc, InvalidInputError):
-            return _problem(400, "Bad Request", str(exc))
-        return _problem(503, "Service Unavailable", "the store cannot answer now")
+async def _refuse(exc: MemstoreError, send: Send) -> None:
+    """The problem+json answer of a refused request (the REST API's own table)."""
+    from memstore.errors import AuthenticationError
+    from memstore.server.problems import PROBLEM_JSON, problem_of
+
+    body = problem_of(exc)
+    headers = [(b"content-type", PROBLEM_JSON.encode())]
+    if isinstance(exc, AuthenticationError):
+        headers.append((b"www-authenticate", b"Bearer"))
+    if "retry_after" in body:
+        headers.append((b"retry-after", str(body["retry_after"]).encode()))
+    await send({"type": "http.response.start", "status": body["status"], "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
-def mcp_asgi_app(
-    store: MemoryStore, *, tools: ToolSet = "default", host: str = "127.0.0.1"
-) -> McpHttpApp:
-    """The ``/mcp`` app of ``memstore serve`` (see :class:`McpHttpApp`)."""
-    return McpHttpApp(store, tools=tools, host=host)
+def mcp_asgi_app(state: ServerState, *, tools: ToolSet | None = None) -> McpHttpApp:
+    """The ``/mcp`` app of ``memstore serve`` (see :class:`McpHttpApp`); ``tools`` defaults
+    to ``MEMSTORE_MCP_TOOLS`` (``default`` or ``all``; the same variable as ``memstore mcp``)."""
+    if tools is None:
+        chosen = os.environ.get(TOOLS_ENV, "default")
+        if chosen not in ("default", "all"):
+            raise InvalidInputError(f"{TOOLS_ENV} must be default or all", field="tools")
+        tools = "all" if chosen == "all" else "default"
+    return McpHttpApp(state, tools=tools)
 
 
 __all__ = [

@@ -437,3 +437,35 @@ def test_activate_and_status(ns):
     status = call(server, "memory_status", {})
     assert ok(status)["by_status"]["current"] == 2
     assert ns.name in text_of(status)
+
+
+# --- over stdio: the command a desktop client launches -------------------------------
+
+
+def test_memstore_mcp_over_stdio(database_url, store):
+    import os
+
+    from mcp import StdioServerParameters
+
+    from tests.conftest import MEMSTORE_CLI
+
+    name = f"stdio-{uuid.uuid4().hex[:8]}"
+    environment = {**os.environ, "MEMSTORE_DATABASE_URL": database_url}
+    params = StdioServerParameters(
+        command=MEMSTORE_CLI, args=["mcp", "--namespace", name], env=environment
+    )
+
+    async def session() -> tuple[list[str], CallToolResult, CallToolResult, CallToolResult]:
+        async with Client(params, read_timeout_seconds=120) as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            stored = await client.call_tool("memory_remember", {"content": "stdio works"})
+            recalled = await client.call_tool("memory_recall", {"query": "stdio", "k": "1"})
+            refused = await client.call_tool("memory_get", {"id": 9_000_000_000})
+            return tools, stored, recalled, refused
+
+    tools, stored, recalled, missing = anyio.run(session)
+    assert tools == list(DEFAULT_TOOLS)
+    node_id = ok(stored)["memory"]["id"]
+    assert ok(recalled)["hits"][0]["node"]["id"] == node_id
+    assert "does not exist" in refused(missing)
+    assert store.namespace(name).get(node_id).actor == "mcp"
