@@ -81,3 +81,32 @@ class Settings(BaseSettings):
         min_length=1,
         description="Actor recorded on tombstones, supersessions and redactions by default.",
     )
+    serve_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="Address `memstore serve` listens on (0.0.0.0: every interface).",
+    )
+    serve_port: int = Field(
+        default=8750, ge=1, le=65535, description="Port `memstore serve` listens on."
+    )
+    serve_rate_limit: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1_000_000,
+        description=(
+            "Requests per second each API key may send to `memstore serve` (a token"
+            " bucket; 0 turns the limit off)."
+        ),
+    )
+    serve_rate_burst: int = Field(
+        default=20,
+        ge=1,
+        le=1_000_000,
+        description="How many requests an API key may send at once before the rate applies.",
+    )
+    serve_max_body_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="Largest request body `memstore serve` reads (larger: 413).",
+    )

@@ -300,3 +300,42 @@ def translate_db_error(exc: BaseException) -> MemstoreError:
         # Connection exceptions and operator intervention (server shutting down).
         return DatabaseUnavailableError(f"the database connection failed: {message}")
     return DatabaseError(message, sqlstate=sqlstate, constraint=constraint)
+
+
+class AuthenticationError(MemstoreError):
+    """No API key was presented, or it is unknown, revoked or expired (HTTP 401).
+
+    ``reason`` is one of ``missing``, ``malformed``, ``unknown``, ``revoked``,
+    ``expired``; the message never repeats the secret.
+    """
+
+    def __init__(self, message: str, *, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class PermissionDeniedError(MemstoreError):
+    """The API key lacks the scope an action needs (HTTP 403); ``scope`` names it."""
+
+    def __init__(self, message: str, *, scope: str):
+        super().__init__(message)
+        self.scope = scope
+
+
+class KeyNotFoundError(MemstoreError, LookupError):
+    """No API key has this id."""
+
+    def __init__(self, message: str, *, key_id: int):
+        super().__init__(message)
+        self.key_id = key_id
+
+
+class RateLimitedError(MemstoreError):
+    """An API key sent more requests than its rate allows (HTTP 429).
+
+    ``retry_after`` is the number of seconds until the next request is admitted.
+    """
+
+    def __init__(self, message: str, *, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -36,6 +36,7 @@ from memstore.errors import (
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph.content import checked_content, checked_data
+from memstore.graph.listing import ListQuery, MemoryPage, list_page
 from memstore.graph.nodes import QUERIES as NODE_QUERIES
 from memstore.graph.nodes import copy_nodes, may_copy_directly, remember_params
 from memstore.graph.rows import (
@@ -1004,6 +1005,32 @@ class Namespace:
             return False
         out[given] = block
         return True
+
+    # --- listing (appended: the REST API's GET /memories) ------------------------------
+
+    def list_memories(
+        self,
+        *,
+        after: int = 0,
+        limit: int = 50,
+        kinds: list[Kind] | None = None,
+        tiers: list[str] | None = None,
+        privacy_ceiling: int | None = None,
+    ) -> MemoryPage:
+        """One page of current memories in id order, from the id after ``after``.
+
+        Pass the page's ``next_cursor`` as ``after`` for the next page (None:
+        there is none). Keyset pagination: pages neither repeat nor skip a
+        memory while others write. Superseded, forgotten and erased memories
+        are left out, and so is anything above ``privacy_ceiling`` (default:
+        the store's).
+
+        >>> page = ns.list_memories(limit=2)                # doctest: +SKIP
+        >>> page = ns.list_memories(after=page.next_cursor)  # doctest: +SKIP
+        """
+        query = validated(ListQuery, after=after, limit=limit, kinds=kinds, tiers=tiers)
+        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
+            return list_page(tx.conn, self.id, self.name, query)
 
 
 __all__ = ["Namespace"]

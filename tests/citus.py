@@ -14,7 +14,8 @@ another table or in another subquery does not count:
   outputs (the caller's ``WHERE namespace_id = …`` then reaches the table).
 
 ``namespaces`` is exempt: it is the reference table (replicated to every
-node), and looking a namespace up by its name is inherently global.
+node), and looking a namespace up by its name is inherently global. So are the
+API keys' tables (a key may serve a namespace prefix).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstore.db.schema import metadata
+from memstore.db.schema import KEY_TABLES, metadata
 from memstore.db.sqlfiles import blank_comments, mask_quoted, split_statements, sql_files
 
 TABLES = {table.name for table in metadata.sorted_tables}
@@ -35,6 +36,9 @@ ALLOWED_UNFILTERED = {
     # The reference table: Citus replicates it to every worker, and a name is
     # looked up across namespaces by definition (memstore.open_namespace).
     "namespaces",
+    # The API keys (sql/10_api_keys.sql): reference tables too, since a key may
+    # serve a namespace prefix; read by lookup prefix or key id, never by tenant.
+    *KEY_TABLES,
 }
 
 _REF = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+memstore\.(\w+)\b(?:\s+AS)?(?:\s+(\w+))?", re.I)

@@ -51,6 +51,10 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "erasure_keys": (),
     "proposals": ("SELECT", "INSERT", "UPDATE"),
     "embeddings": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    # API keys are the owner's (memstore keys create/revoke); the service checks
+    # a presented key through memstore.authenticate_key and reads nothing else.
+    "api_keys": (),
+    "api_key_revocations": (),
 }
 
 # The views and the tables beneath them (security_invoker needs both).
@@ -87,6 +91,7 @@ APP_FUNCTIONS = (
     "memstore.term_documents(bigint, text)",
     "memstore.lexical_matches(bigint, tsquery)",
     "memstore.record_operations(bigint, jsonb)",
+    "memstore.authenticate_key(text, bytea)",
 )
 
 _CREATE = """\

@@ -483,6 +483,60 @@ erasure_keys = Table(
     ),
 )
 
+# API keys (sql/10_api_keys.sql, docs/server.md). Like namespaces these are
+# reference tables: a key may serve a namespace prefix, so it belongs to no one
+# namespace. Only a lookup prefix and a sha256 of the 256-bit secret are kept;
+# the secret itself is shown once, at creation. Readable only by the owner: the
+# service checks a key through memstore.authenticate_key (SECURITY DEFINER).
+API_SCOPES = ("read", "write", "review", "erase", "admin")
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("lookup", Text, nullable=False),
+    Column("secret_hash", LargeBinary, nullable=False),
+    Column("name", Text, nullable=True),
+    Column("namespace", Text, nullable=True),
+    Column("namespace_prefix", Text, nullable=True),
+    Column("scopes", ARRAY(Text), nullable=False),
+    Column("expires_at", TSTZ, nullable=True),
+    Column("created_by", Text, nullable=False),
+    _recorded_at("created_at"),
+    PrimaryKeyConstraint("id", name="pk_api_keys"),
+    UniqueConstraint("lookup", name="uq_api_keys_lookup"),
+    CheckConstraint("octet_length(secret_hash) = 32", name="sha256_hash"),
+    # Bound to one namespace or to an explicit prefix, never to both or neither.
+    CheckConstraint("(namespace IS NULL) <> (namespace_prefix IS NULL)", name="one_binding"),
+    CheckConstraint(
+        "char_length(namespace) >= 1 AND octet_length(namespace) <= 2048", name="namespace_length"
+    ),
+    CheckConstraint(
+        "char_length(namespace_prefix) >= 1 AND octet_length(namespace_prefix) <= 2048",
+        name="prefix_length",
+    ),
+    CheckConstraint(
+        "cardinality(scopes) >= 1 AND scopes <@ ARRAY["
+        + ", ".join(f"'{scope}'" for scope in API_SCOPES)
+        + "]::text[]",
+        name="known_scopes",
+    ),
+)
+
+# A revocation is a row, not a delete or an update: the keys stay append-only.
+api_key_revocations = Table(
+    "api_key_revocations",
+    metadata,
+    Column("key_id", BigInteger, nullable=False),
+    Column("actor", Text, nullable=False),
+    Column("reason", Text, nullable=True),
+    _recorded_at("revoked_at"),
+    PrimaryKeyConstraint("key_id", name="pk_api_key_revocations"),
+    ForeignKeyConstraint(
+        ["key_id"], ["memstore.api_keys.id"], name="fk_api_key_revocations_key_id"
+    ),
+)
+
 # Tables whose rows, once written, never go and never change (except by the
 # audited erasure, memstore.redact_lineage, which blanks the caller's words).
 APPEND_ONLY_TABLES = (
@@ -495,7 +549,11 @@ APPEND_ONLY_TABLES = (
     "activations",
     "redactions",
 )
-# Readable only by memstore_redactor and the owner (sql/03_redaction.sql).
-SECRET_TABLES = ("erasure_keys",)
 # Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
 MUTABLE_STATE_TABLES = ("node_state", "edge_state")
+# The API keys: reference tables (no namespace_id, like namespaces), readable
+# only by the owner; the service checks a key through memstore.authenticate_key.
+KEY_TABLES = ("api_keys", "api_key_revocations")
+# Readable only by the owner (and the erasure keys by memstore_redactor,
+# sql/03_redaction.sql): the service may not read them.
+SECRET_TABLES = ("erasure_keys", *KEY_TABLES)

@@ -1,1 +1,5 @@
-"""Serving memstore over the network: the HTTP API and the MCP server (docs/server.md)."""
+"""``memstore serve``: the REST API, MCP over HTTP and the API keys they check (docs/server.md).
+
+Needs the ``server`` extra (FastAPI, uvicorn, the MCP SDK); nothing here is
+imported by the library itself.
+"""

@@ -1,0 +1,100 @@
+"""Who is asking: the API key of a request, as a :class:`Principal`.
+
+Every shell of ``memstore serve`` (the REST routes, MCP at ``/mcp``) calls
+:func:`authenticate` with the request's ``Authorization`` header, then
+:meth:`Principal.allows` with the namespace it is about to use and
+:meth:`Principal.require` with the scope the action needs. Identity comes
+from the key, never from an argument (DESIGN §9).
+
+Scopes: ``read`` (get, list, recall, activate, context, status, proposals),
+``write`` (remember, revise, forget, link, apply, sleep; it implies ``read``,
+since every write answers with what it wrote), ``review`` (accept or reject
+proposals), ``erase`` (redact) and ``admin`` (all of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memstore.errors import AuthenticationError, PermissionDeniedError
+from memstore.keys import KeyHolder, check_key
+from memstore.store import MemoryStore
+
+SCOPES = ("read", "write", "review", "erase", "admin")
+# A scope a key holds -> the scopes it grants.
+IMPLIED: dict[str, frozenset[str]] = {
+    "read": frozenset({"read"}),
+    "write": frozenset({"write", "read"}),
+    "review": frozenset({"review"}),
+    "erase": frozenset({"erase"}),
+    "admin": frozenset(SCOPES),
+}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The holder of a valid API key: which namespaces it reaches, with which scopes."""
+
+    key_id: int
+    name: str | None
+    namespace: str | None
+    namespace_prefix: str | None
+    scopes: frozenset[str]
+
+    @classmethod
+    def of(cls, holder: KeyHolder) -> Principal:
+        return cls(
+            key_id=holder.id,
+            name=holder.name,
+            namespace=holder.namespace,
+            namespace_prefix=holder.namespace_prefix,
+            scopes=holder.scopes,
+        )
+
+    @property
+    def granted(self) -> frozenset[str]:
+        """Every scope the key grants, the implied ones included."""
+        return frozenset().union(*(IMPLIED.get(scope, frozenset()) for scope in self.scopes))
+
+    def allows(self, namespace: str) -> bool:
+        """Whether the key reaches ``namespace``: its own, or one under its prefix.
+
+        Compared as plain strings (no pattern), so ``_`` and ``%`` are characters.
+        """
+        if self.namespace is not None:
+            return namespace == self.namespace
+        if self.namespace_prefix is not None:
+            return namespace.startswith(self.namespace_prefix)
+        return False
+
+    def has(self, scope: str) -> bool:
+        return scope in self.granted
+
+    def require(self, scope: str) -> None:
+        """Raise :class:`~memstore.errors.PermissionDeniedError` unless the key grants ``scope``."""
+        if not self.has(scope):
+            raise PermissionDeniedError(f"this API key lacks the {scope!r} scope", scope=scope)
+
+
+def bearer_secret(authorization: str | None) -> str:
+    """The secret of an ``Authorization: Bearer <secret>`` header."""
+    if not authorization or not authorization.strip():
+        raise AuthenticationError(
+            "an API key is required: Authorization: Bearer msk_…", reason="missing"
+        )
+    scheme, _, secret = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise AuthenticationError(
+            "the Authorization header must be 'Bearer <API key>'", reason="malformed"
+        )
+    return secret.strip()
+
+
+def authenticate(store: MemoryStore, authorization: str | None) -> Principal:
+    """The principal of an ``Authorization`` header, or
+    :class:`~memstore.errors.AuthenticationError` (no, malformed, unknown,
+    revoked or expired key: HTTP 401). The secret never appears in the error."""
+    return Principal.of(check_key(store.engine, bearer_secret(authorization)))
+
+
+__all__ = ["IMPLIED", "SCOPES", "Principal", "authenticate", "bearer_secret"]
