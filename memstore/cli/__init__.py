@@ -14,6 +14,7 @@ from rich.table import Table
 
 from memstore.cli import activation, lifecycle, memory, tiers
 from memstore.cli import mcp as mcp_command
+from memstore.cli import server as server_cli
 from memstore.cli.common import (
     CeilingOption,
     app,
@@ -33,6 +34,7 @@ memory.register(app)
 activation.register(app)
 tiers.register(app)
 lifecycle.register(app)
+server_cli.register(app)
 mcp_command.register(app)
 
 

@@ -85,6 +85,8 @@ class ForgetRequest(BaseModel):
 
 class Forgotten(BaseModel):
     id: int
+    """The memory forgotten."""
+    tombstone_id: int
     status: Literal["tombstoned"] = "tombstoned"
 
 
@@ -247,9 +249,8 @@ def revise(namespace: str, node_id: int, body: ReviseRequest, request: Request) 
 @api.post(NS + "/memories/{node_id}/forget", summary="Tombstone a memory")
 def forget(namespace: str, node_id: int, body: ForgetRequest, request: Request) -> Forgotten:
     ns, principal = _open(request, namespace, "write")
-    return Forgotten(
-        id=ns.forget(node_id, reason=body.reason, actor=body.actor or _label(principal))
-    )
+    tombstone = ns.forget(node_id, reason=body.reason, actor=body.actor or _label(principal))
+    return Forgotten(id=node_id, tombstone_id=tombstone)
 
 
 @api.post(NS + "/memories/{node_id}/redact", summary="Erase a memory for good (scope erase)")
