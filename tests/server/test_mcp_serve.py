@@ -3,11 +3,6 @@ streamable HTTP with an API key."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -18,50 +13,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memstore.keys import create_key
-from tests.conftest import MEMSTORE_CLI
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.server.serving import serving
 
 
 @pytest.fixture(scope="module")
 def served(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of ``memstore serve`` on this module's database (its log in a file: a
-    pipe nobody reads would block it once full)."""
-    port = free_port()
-    environment = {**os.environ, "MEMSTORE_DATABASE_URL": database_url}
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [MEMSTORE_CLI, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=environment,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx2.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx2.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"memstore serve did not start: {log.read_text()}")
-            time.sleep(0.2)
+    """The base URL of ``memstore serve`` on this module's database."""
+    with serving(database_url, tmp_path_factory.mktemp("serve") / "serve.log") as base:
         yield base
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def test_mcp_over_streamable_http_against_memstore_serve(served, store):
