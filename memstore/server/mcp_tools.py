@@ -25,10 +25,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
-from memstore.activation.model import ActivatedItem, Activation
+from memstore.activation.model import Activation
 from memstore.errors import MemstoreError
 from memstore.law.receipt import Proposal, Receipt
-from memstore.models import Edge, Hit, Kind, Node, RecallMode
+from memstore.models import Edge, Kind, Node, RecallMode
 from memstore.namespace import Namespace
 from memstore.recall.injection import instruction_signals
 from memstore.tiers.context import INSTRUCTION_MARK, PREAMBLE, ContextPacket
@@ -162,13 +162,53 @@ class Linked(BaseModel):
     edge: Edge
 
 
+class Found(BaseModel):
+    """A retrieved memory as a list answer carries it: what a model uses, no more.
+
+    A recall answers with up to 100 of them, and clients validate every answer
+    against the output schema: the whole :class:`~memstore.models.Node` (two dozen
+    fields, most of them nullable) made that validation cost more than the recall
+    (benchmarks/mcp_recall.py). memory_get answers with the whole node.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    content: str
+    kind: str
+    node_type: str
+    tier: str | None
+    label: str | None
+    source: str | None
+    observed_at: datetime | None
+    recorded_at: datetime
+    score: float
+    instruction_signals: list[str]
+
+    @classmethod
+    def of(cls, node: Node, score: float, signals: tuple[str, ...]) -> Found:
+        return cls(
+            id=node.id,
+            content=node.content,
+            kind=node.kind,
+            node_type=node.node_type,
+            tier=node.tier,
+            label=node.label,
+            source=node.source,
+            observed_at=node.observed_at,
+            recorded_at=node.recorded_at,
+            score=score,
+            instruction_signals=list(signals),
+        )
+
+
 class Recalled(BaseModel):
     """The answer of memory_recall: hits best first, each with its injection flags."""
 
     model_config = ConfigDict(frozen=True)
 
     query: str
-    hits: list[Hit]
+    hits: list[Found]
 
 
 class Got(BaseModel):
@@ -203,7 +243,8 @@ class Activated(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     query: str | None
-    working_memory: list[ActivatedItem]
+    working_memory: list[Found]
+    """Strongest first; ``score`` is the activation."""
 
 
 class OpOutcome(BaseModel):
@@ -482,7 +523,8 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
             if hits
             else f"No memory matches {quoted(query)}."
         )
-        return answer(Recalled(query=query, hits=hits), text)
+        found = [Found.of(h.node, h.score, h.instruction_signals) for h in hits]
+        return answer(Recalled(query=query, hits=found), text)
 
     @tool(READ)
     def memory_context(
@@ -606,8 +648,8 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
         who = caller(ctx, "read")
         with _as_tool_error():
             found: Activation = who.namespace.activate(query, seeds=seeds, depth=depth, limit=k)
-        items = found.working_memory
-        lines = [node_line(i.node, signals_of(i.node), i.score) for i in items]
+        items = [Found.of(i.node, i.score, signals_of(i.node)) for i in found.working_memory]
+        lines = [node_line(i.node, signals_of(i.node), i.score) for i in found.working_memory]
         text = (
             f"{len(items)} memories activated. {PREAMBLE}\n" + "\n".join(lines)
             if items

@@ -132,7 +132,7 @@ def test_remember_then_get_and_recall(ns, database_url):
     )
     hits = ok(recalled)["hits"]
     assert 1 <= len(hits) <= 3
-    assert hits[0]["node"]["id"] == node_id
+    assert hits[0]["id"] == node_id
     assert PREAMBLE in text_of(recalled)
 
 
@@ -150,7 +150,7 @@ def test_recall_takes_lists_sent_as_strings(ns):
     server = server_for(ns)
     for kinds in ('["semantic"]', "semantic", "semantic, procedural"):
         hits = ok(call(server, "memory_recall", {"query": "Paris", "kinds": kinds}))["hits"]
-        assert [h["node"]["kind"] for h in hits] == ["semantic"], kinds
+        assert [h["kind"] for h in hits] == ["semantic"], kinds
 
 
 def test_recalled_memories_are_quoted_data_with_injection_flags(ns):
@@ -161,7 +161,7 @@ def test_recalled_memories_are_quoted_data_with_injection_flags(ns):
     text = text_of(result)
     assert json.dumps(INJECTION) in text  # quoted, never bare
     assert INSTRUCTION_MARK in text
-    got = call(server_for(ns), "memory_get", {"id": hit["node"]["id"]})
+    got = call(server_for(ns), "memory_get", {"id": hit["id"]})
     assert "override" in ok(got)["instruction_signals"]
     assert INSTRUCTION_MARK in text_of(got)
 
@@ -252,7 +252,7 @@ def test_revise_forget_link_and_lineage(ns):
     assert (forgotten["outcome"], forgotten["forgotten_id"]) == ("applied", other.id)
     assert ns.get(other.id).status == "tombstoned"
     hits = ok(call(server, "memory_recall", {"query": "capital of Portugal"}))["hits"]
-    assert other.id not in [h["node"]["id"] for h in hits]
+    assert other.id not in [h["id"] for h in hits]
 
 
 def test_a_refused_revision_writes_nothing(ns, database_url):
@@ -310,7 +310,7 @@ def test_another_namespaces_ids_are_not_found_with_no_hint(ns, other, database_u
         assert other.name not in foreign and "PIN" not in foreign
     assert row_counts(database_url) == before
     hits = ok(call(server, "memory_recall", {"query": "bank PIN"}))["hits"]
-    assert theirs not in [h["node"]["id"] for h in hits]
+    assert theirs not in [h["id"] for h in hits]
     assert other.get(theirs).status == "current"
 
 
@@ -432,7 +432,7 @@ def test_activate_and_status(ns):
     ns.link(a.id, b.id, relation="supports", weight=0.9)
     server = server_for(ns, tools="all")
     activated = ok(call(server, "memory_activate", {"seeds": str(a.id), "top_k": 5}))
-    ids = [item["node"]["id"] for item in activated["working_memory"]]
+    ids = [item["id"] for item in activated["working_memory"]]
     assert a.id in ids
     status = call(server, "memory_status", {})
     assert ok(status)["by_status"]["current"] == 2
@@ -466,6 +466,6 @@ def test_memstore_mcp_over_stdio(database_url, store):
     tools, stored, recalled, missing = anyio.run(session)
     assert tools == list(DEFAULT_TOOLS)
     node_id = ok(stored)["memory"]["id"]
-    assert ok(recalled)["hits"][0]["node"]["id"] == node_id
+    assert ok(recalled)["hits"][0]["id"] == node_id
     assert "does not exist" in refused(missing)
     assert store.namespace(name).get(node_id).actor == "mcp"

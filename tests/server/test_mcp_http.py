@@ -101,7 +101,7 @@ def test_a_key_reaches_its_namespace_over_http(store):
     assert stored.structured_content is not None and not stored.is_error
     node_id = stored.structured_content["memory"]["id"]
     assert recalled.structured_content is not None
-    assert recalled.structured_content["hits"][0]["node"]["id"] == node_id
+    assert recalled.structured_content["hits"][0]["id"] == node_id
     node = store.namespace(name).get(node_id)
     assert node.content == "over HTTP" and node.actor == "agent-key"
 

@@ -38,7 +38,7 @@ def test_mcp_over_streamable_http_against_memstore_serve(served, store):
             assert stored.structured_content is not None, stored.content
             recalled = await client.call_tool("memory_recall", {"query": "served", "k": 3})
             assert recalled.structured_content is not None, recalled.content
-            hits = [h["node"]["id"] for h in recalled.structured_content["hits"]]
+            hits = [h["id"] for h in recalled.structured_content["hits"]]
             return tools, stored.structured_content["memory"]["id"], hits
 
     tools, node_id, hits = anyio.run(session)
