@@ -436,7 +436,10 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
     """
     if tools not in ("default", "all"):
         raise ValueError(f"tools must be 'default' or 'all', not {tools!r}")
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS)
+    # The SDK configures the root logger (a Rich handler) unless the process did: at
+    # INFO it rendered a line per HTTP request and per tool call, several ms each.
+    # Warnings and errors (an unexpected failure's trace) still reach stderr.
+    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def caller(ctx: Context | None, scope: str) -> Caller:
         with _as_tool_error():
