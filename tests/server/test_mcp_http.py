@@ -55,9 +55,12 @@ def over_http(
     return anyio.run(go)
 
 
-def raw_post(store: MemoryStore, headers: dict[str, str]) -> httpx2.Response:
-    """One initialize request, answered before MCP sees it when the key is refused."""
-    app = create_app(store, Settings(database_url="unused://"))
+def raw_post(
+    store: MemoryStore, headers: dict[str, str], *, times: int = 1, **settings: Any
+) -> httpx2.Response:
+    """``times`` initialize requests to one app; the last answer. A refused key is
+    answered before MCP sees the request."""
+    app = create_app(store, Settings(database_url="unused://", **settings))
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -73,11 +76,13 @@ def raw_post(store: MemoryStore, headers: dict[str, str]) -> httpx2.Response:
         async with app.router.lifespan_context(app):
             transport = httpx2.ASGITransport(app=app)
             async with httpx2.AsyncClient(transport=transport) as http:
-                return await http.post(
-                    URL,
-                    json=body,
-                    headers={**headers, "Accept": "application/json, text/event-stream"},
-                )
+                for _ in range(times):
+                    answer = await http.post(
+                        URL,
+                        json=body,
+                        headers={**headers, "Accept": "application/json, text/event-stream"},
+                    )
+                return answer
 
     return anyio.run(go)
 
@@ -201,3 +206,14 @@ def test_a_read_key_cannot_write_over_http(store, database_url):
     assert result.is_error and "may not write" in text_of(result)
     assert row_counts(database_url) == before
     assert json.dumps("not allowed") not in text_of(result)
+
+
+def test_the_keys_rate_limit_applies_to_mcp(store):
+    _, key = tenant(store)
+    headers = {"Authorization": f"Bearer {key}"}
+    limited = {"serve_rate_limit": 0.01, "serve_rate_burst": 2}
+    assert raw_post(store, headers, times=2, **limited).status_code == 200
+    answer = raw_post(store, headers, times=3, **limited)
+    assert answer.status_code == 429
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert int(answer.headers["retry-after"]) >= 1
