@@ -385,10 +385,19 @@ INSTRUCTIONS = (
     " Start a task with memory_context or memory_recall. " + PREAMBLE
 )
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True)
-ADD = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)
-CHANGE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False)
-REMOVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False)
+# Every tool acts on this memory alone: a closed world (openWorldHint False).
+READ = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+ADD = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+CHANGE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+REMOVE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
+)
 
 DEFAULT_TOOLS = (
     "memory_remember",

@@ -85,6 +85,7 @@ def test_default_and_extended_tool_sets(ns):
         hints = tool.annotations
         assert hints is not None, tool.name
         assert None not in (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint)
+        assert hints.open_world_hint is False, tool.name
         assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
         # The namespace is never an argument.
         assert "namespace" not in json.dumps(tool.input_schema["properties"]).lower(), tool.name
@@ -192,11 +193,19 @@ def test_context_is_a_rendered_packet(ns):
         ("memory_revise", {"id": 1, "content": "x"}),  # no reason
         ("memory_forget", {"id": 1, "reason": ""}),
         ("memory_link", {"src": 1, "dst": 2, "weight": 3}),
+        ("memory_activate", {"seeds": [1], "depth": 9}),
+        ("memory_activate", {"seeds": "one, two"}),
+        ("memory_propose", {"operations": []}),
+        ("memory_propose", {"operations": [{"op": "remember", "content": "x"}], "phase": "review"}),
+        ("review_list", {"limit": 0}),
+        ("review_decide", {"proposal_id": 1, "decision": "maybe"}),
     ],
 )
 def test_bad_input_is_a_tool_error_and_writes_nothing(ns, database_url, tool, arguments):
     before = row_counts(database_url)
-    message = refused(call(server_for(ns), tool, arguments))
+    message = refused(
+        call(server_for(ns, scopes=("write", "review"), tools="all"), tool, arguments)
+    )
     assert tool in message
     assert row_counts(database_url) == before
 
