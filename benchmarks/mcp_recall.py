@@ -9,7 +9,9 @@ recall (k=10, hybrid) three ways in rotating order:
 2. ``memory_recall`` through ``memstore mcp --namespace NS`` (a subprocess
    driven by the official client over stdio);
 3. ``memory_recall`` through ``memstore serve`` (a subprocess) at ``/mcp``, with
-   an API key, by the official client over streamable HTTP.
+   an API key, by the official client over streamable HTTP;
+4. for reference, the REST route ``POST /v1/namespaces/NS/recall`` of the same
+   server with the same key (httpx2, one kept-alive connection).
 
 Each MCP time is the client's wall time of ``call_tool`` (JSON-RPC, validation,
 the key check and rate limit over HTTP, the thread hop, rendering both outputs).
@@ -117,7 +119,7 @@ async def measure(args: argparse.Namespace, store: MemoryStore) -> dict[str, Any
     stdio = StdioServerParameters(
         command=MEMSTORE, args=["mcp", "--namespace", ns.name], env=environment
     )
-    times: dict[str, list[float]] = {"in-process": [], "stdio": [], "http": []}
+    times: dict[str, list[float]] = {"in-process": [], "stdio": [], "http": [], "rest": []}
     try:
         async with (
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
@@ -133,10 +135,18 @@ async def measure(args: argparse.Namespace, store: MemoryStore) -> dict[str, Any
             async def in_process(query: str) -> None:
                 ns.recall(query, k=10)
 
+            async def rest(query: str) -> None:
+                answer = await http.post(
+                    f"{base}/v1/namespaces/{ns.name}/recall", json={"text": query, "k": 10}
+                )
+                if answer.status_code != 200:
+                    raise SystemExit(f"REST recall failed: {answer.text}")
+
             paths: dict[str, Callable[[str], Awaitable[None]]] = {
                 "in-process": in_process,
                 "stdio": lambda q: by(over_stdio, q),
                 "http": lambda q: by(over_http, q),
+                "rest": rest,
             }
             order = list(paths)
             for i, query in enumerate(queries):
@@ -151,7 +161,7 @@ async def measure(args: argparse.Namespace, store: MemoryStore) -> dict[str, Any
         serve.wait(timeout=30)
     result = {name: stats(ms) for name, ms in times.items()}
     base_p50 = result["in-process"]["p50"]
-    for name in ("stdio", "http"):
+    for name in ("stdio", "http", "rest"):
         result[name]["added_p50"] = result[name]["p50"] - base_p50
     return {
         "memories": args.memories,
