@@ -110,3 +110,21 @@ class Settings(BaseSettings):
         le=1024 * 1024 * 1024,
         description="Largest request body `memstore serve` reads (larger: 413).",
     )
+    serve_embedder_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description=(
+            "ONNX intra-op threads of the neural embedder in `memstore serve` (unset: the"
+            " embedder's default); benchmarks/serve.py measures the choice."
+        ),
+    )
+    serve_key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0.0,
+        le=3600.0,
+        description=(
+            "How long `memstore serve` trusts a key it has checked before asking the"
+            " database again (0: every request); a revocation takes effect within it."
+        ),
+    )

@@ -105,6 +105,7 @@ class KeyHolder(BaseModel):
     namespace: str | None
     namespace_prefix: str | None
     scopes: frozenset[str]
+    expires_at: datetime | None = None
 
 
 def _digest(secret: str) -> bytes:
@@ -251,6 +252,7 @@ def check_key(engine: Engine, secret: str | None) -> KeyHolder:
         namespace=row.namespace,
         namespace_prefix=row.namespace_prefix,
         scopes=frozenset(row.scopes),
+        expires_at=row.expires_at,
     )
 
 

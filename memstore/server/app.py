@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.config import Settings
 from memstore.errors import DatabaseUnavailableError, NodeNotFoundError
-from memstore.server.auth import Principal, authenticate
+from memstore.server.auth import KeyCache, Principal, authenticate
 from memstore.server.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from memstore.embedding.base import Embedder
     from memstore.namespace import Namespace
     from memstore.store import MemoryStore
 
@@ -46,6 +47,7 @@ class ServerState:
         self.owns_store = store is None
         self.settings = settings
         self.limiter = RateLimiter(settings.serve_rate_limit, settings.serve_rate_burst)
+        self.keys = KeyCache(settings.serve_key_cache_seconds)
         self.lifespans: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
 
     @property
@@ -62,7 +64,21 @@ class ServerState:
         if self._store is None:
             from memstore.store import MemoryStore
 
-            self._store = MemoryStore.open(settings=self.settings)
+            self._store = MemoryStore.open(settings=self.settings, embedder=self._embedder())
+
+    def _embedder(self) -> Embedder | None:
+        """The neural embedder with ``serve_embedder_threads`` intra-op threads, when set;
+        None (the store's own choice) otherwise."""
+        threads = self.settings.serve_embedder_threads
+        if threads is None or self.settings.embedder not in ("auto", "neural"):
+            return None
+        from memstore.embedding.select import neural_available
+
+        if not neural_available():
+            return None  # the store then refuses "neural", or falls back for "auto"
+        from memstore.embedding import onnx
+
+        return onnx.load_default(threads=threads)
 
     def close(self) -> None:
         """Close the store if this state opened it."""
@@ -71,8 +87,16 @@ class ServerState:
             store.close()
 
     def authenticate(self, authorization: str | None) -> Principal:
-        """The principal of an Authorization header, after its rate limit (401, 429)."""
-        principal = authenticate(self.store, authorization)
+        """The principal of an Authorization header, after its rate limit (401, 429).
+
+        A key checked within ``serve_key_cache_seconds`` is trusted without a
+        round trip to the database (until its expiry): that is how long a
+        revocation may take to reach this process.
+        """
+        principal = self.keys.get(authorization)
+        if principal is None:
+            principal = authenticate(self.store, authorization)
+            self.keys.put(authorization, principal)
         self.limiter.admit(principal.key_id)
         return principal
 

@@ -14,7 +14,13 @@ proposals), ``erase`` (redact) and ``admin`` (all of them).
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from memstore.errors import AuthenticationError, PermissionDeniedError
 from memstore.keys import KeyHolder, check_key
@@ -40,6 +46,7 @@ class Principal:
     namespace: str | None
     namespace_prefix: str | None
     scopes: frozenset[str]
+    expires_at: datetime | None = None
 
     @classmethod
     def of(cls, holder: KeyHolder) -> Principal:
@@ -49,6 +56,7 @@ class Principal:
             namespace=holder.namespace,
             namespace_prefix=holder.namespace_prefix,
             scopes=holder.scopes,
+            expires_at=holder.expires_at,
         )
 
     @property
@@ -97,4 +105,50 @@ def authenticate(store: MemoryStore, authorization: str | None) -> Principal:
     return Principal.of(check_key(store.engine, bearer_secret(authorization)))
 
 
-__all__ = ["IMPLIED", "SCOPES", "Principal", "authenticate", "bearer_secret"]
+# Keys kept by a KeyCache at most; the least recently used goes first.
+KEY_CACHE_MAX = 10_000
+
+
+class KeyCache:
+    """Principals of recently checked keys, for ``ttl`` seconds (0: none kept).
+
+    Entries are found by the sha256 of the Authorization header, so the cache
+    holds no secret; a key past its ``expires_at`` is never served from it.
+    """
+
+    def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._entries: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _digest(authorization: str) -> bytes:
+        return hashlib.sha256(authorization.encode()).digest()
+
+    def get(self, authorization: str | None) -> Principal | None:
+        if self.ttl <= 0 or not authorization:
+            return None
+        digest = self._digest(authorization)
+        with self._lock:
+            found = self._entries.get(digest)
+            if found is None:
+                return None
+            principal, checked = found
+            expired = principal.expires_at is not None and principal.expires_at <= datetime.now(UTC)
+            if expired or self._clock() - checked > self.ttl:
+                del self._entries[digest]
+                return None
+            return principal
+
+    def put(self, authorization: str | None, principal: Principal) -> None:
+        if self.ttl <= 0 or not authorization:
+            return
+        with self._lock:
+            self._entries[self._digest(authorization)] = (principal, self._clock())
+            self._entries.move_to_end(self._digest(authorization))
+            while len(self._entries) > KEY_CACHE_MAX:
+                self._entries.popitem(last=False)
+
+
+__all__ = ["IMPLIED", "SCOPES", "KeyCache", "Principal", "authenticate", "bearer_secret"]

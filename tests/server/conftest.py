@@ -60,7 +60,9 @@ def store(database_url: str) -> Iterator[MemoryStore]:
 
 
 def make_api(portal: BlockingPortal, store: MemoryStore, **settings: Any) -> Api:
-    merged = Settings(**{"database_url": "unused://", **settings})
+    """An app on ``store``; keys are checked on every request unless a test asks for
+    the cache (``serve_key_cache_seconds``), so a revocation shows at once."""
+    merged = Settings(**{"database_url": "unused://", "serve_key_cache_seconds": 0, **settings})
     return Api(portal, create_app(store, merged))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memstore.server.problems import PROBLEM_JSON, TYPE_PREFIX
@@ -18,10 +20,10 @@ def anatomy(target: str, claim: str) -> dict[str, object]:
     }
 
 
-def problem(response, status: int, name: str | None = None) -> dict[str, object]:
+def problem(response, status: int, name: str | None = None) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == PROBLEM_JSON
-    body = response.json()
+    body: dict[str, Any] = response.json()
     assert body["status"] == status and body["type"].startswith(TYPE_PREFIX)
     assert "Traceback" not in response.text
     if name is not None:
