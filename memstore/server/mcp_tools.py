@@ -454,7 +454,7 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
         with _as_tool_error():
             who = resolve(_request_of(ctx))
         if not who.allows(scope):
-            raise ToolError(f"this key may not {scope}: its scopes are {sorted(who.scopes)}")
+            raise ToolError(f"this connection may not {scope}: its scopes are {sorted(who.scopes)}")
         return who
 
     def tool(annotations: ToolAnnotations, *, extended: bool = False) -> Callable[[Any], Any]:
@@ -611,7 +611,7 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
             f"Forgot {'memory' if target == 'node' else 'link'} #{id}.",
         )
 
-    @tool(ADD)
+    @tool(CHANGE)  # each call adds an edge: not idempotent
     def memory_link(
         src: MemoryId,
         dst: MemoryId,
