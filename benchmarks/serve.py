@@ -12,7 +12,8 @@ server's added p50 at 1 client ≤ 2 ms; throughput at 8 clients ≥ 1.6× that 
 
 Part ``embedding``: the neural embedder's query embedding (one text a call,
 as recall does) from 1, 8 and 32 threads at once, with ONNX intra-op threads 1
-and 2 (interleaved): per-call p50/p95 and throughput. With ``--parts
+and 2, and with 1 thread behind the server's BatchingEmbedder (interleaved):
+per-call p50/p95 and throughput. With ``--parts
 http --embedder neural --embedder-threads N`` the server itself runs with N
 intra-op threads (``MEMSTORE_SERVE_EMBEDDER_THREADS``).
 
@@ -83,6 +84,12 @@ def free_port() -> int:
 # --- http ------------------------------------------------------------------------------
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (Linux /proc): load-independent."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(url: str, embedder: str, threads: int | None) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
@@ -113,8 +120,11 @@ def start_server(url: str, embedder: str, threads: int | None) -> tuple[subproce
     raise SystemExit("memstore serve did not become ready")
 
 
-async def http_level(base: str, key: str, queries: list[str], clients: int) -> dict[str, Any]:
-    """``queries`` over HTTP from ``clients`` concurrent clients: latencies, wall, errors."""
+async def http_level(
+    base: str, key: str, queries: list[str], clients: int, pid: int
+) -> dict[str, Any]:
+    """``queries`` over HTTP from ``clients`` concurrent clients: latencies, wall, errors,
+    and the server process's CPU time per request."""
     pending = list(queries)
     latencies: list[float] = []
     errors = 0
@@ -132,6 +142,7 @@ async def http_level(base: str, key: str, queries: list[str], clients: int) -> d
                 if response.status_code != 200 or len(response.json()) == 0:
                     errors += 1
 
+    cpu = cpu_seconds(pid)
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     wall = time.perf_counter() - started
@@ -139,6 +150,7 @@ async def http_level(base: str, key: str, queries: list[str], clients: int) -> d
         "p50_ms": percentile(latencies, 0.5),
         "p95_ms": percentile(latencies, 0.95),
         "throughput_rps": len(latencies) / wall,
+        "server_cpu_ms": (cpu_seconds(pid) - cpu) * 1000 / max(1, len(latencies)),
         "errors": errors,
         "requests": len(latencies),
     }
@@ -147,6 +159,7 @@ async def http_level(base: str, key: str, queries: list[str], clients: int) -> d
 def in_process(store: MemoryStore, queries: list[str]) -> dict[str, Any]:
     ns = store.namespace(NAMESPACE)
     latencies = []
+    cpu = time.process_time()
     for text in queries:
         started = time.perf_counter()
         ns.recall(text, k=10)
@@ -155,6 +168,7 @@ def in_process(store: MemoryStore, queries: list[str]) -> dict[str, Any]:
         "p50_ms": percentile(latencies, 0.5),
         "p95_ms": percentile(latencies, 0.95),
         "throughput_rps": len(latencies) / (sum(latencies) / 1000),
+        "cpu_ms": (time.process_time() - cpu) * 1000 / len(latencies),
     }
 
 
@@ -178,7 +192,7 @@ def paired(store: MemoryStore, base: str, key: str, queries: list[str]) -> dict[
                     response = client.post(url, json={"text": text, "k": 10})
                     remote.append((time.perf_counter() - started) * 1000)
                     errors += response.status_code != 200
-    added = [r - l for r, l in zip(remote, local, strict=True)]
+    added = [there - here for there, here in zip(remote, local, strict=True)]
     return {
         "in_process_p50_ms": percentile(local, 0.5),
         "http_p50_ms": percentile(remote, 0.5),
@@ -204,7 +218,7 @@ def run_http(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             queries = [sentence(rng, 5) for _ in range(args.queries)]
             warm = queries[: min(50, len(queries))]
             in_process(store, warm)
-            asyncio.run(http_level(base, key, warm, 8))
+            asyncio.run(http_level(base, key, warm, 8, process.pid))
             rounds: list[dict[str, Any]] = []
             for number in range(args.rounds):
                 shuffled = random.Random(number).sample(queries, len(queries))
@@ -212,7 +226,7 @@ def run_http(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
                 result["in_process"] = in_process(store, shuffled)
                 for clients in args.clients:
                     result[f"http_{clients}"] = asyncio.run(
-                        http_level(base, key, shuffled, clients)
+                        http_level(base, key, shuffled, clients, process.pid)
                     )
                 rounds.append(result)
                 print(f"round {number + 1}: " + json.dumps(_brief(result)))
@@ -245,6 +259,13 @@ def run_http(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             "value": round(ratio, 2),
             "goal": ">= 1.6",
             "met": ratio >= 1.6,
+        }
+    if one is not None:
+        layer = one["server_cpu_ms"] - summary["in_process"]["cpu_ms"]
+        goals["http_layer_cpu_ms_per_request"] = {
+            "value": round(layer, 2),
+            "goal": "(informative)",
+            "met": True,
         }
     errors = sum(v.get("errors", 0) for v in summary.values())
     goals["errors"] = {"value": errors, "goal": "0", "met": errors == 0}
@@ -297,15 +318,19 @@ def run_embedding(args: argparse.Namespace) -> dict[str, Any]:
 
     rng = random.Random(args.seed)
     queries = [sentence(rng, 8) for _ in range(args.queries)]
-    embedders = {t: onnx.load_default(threads=t) for t in (1, 2)}
-    for embedder in embedders.values():
+    from memstore.server.batching import BatchingEmbedder
+
+    single = {t: onnx.load_default(threads=t) for t in (1, 2)}
+    embedders: dict[str, Any] = {f"intra{t}": e for t, e in single.items()}
+    embedders["batched_intra1"] = BatchingEmbedder(single[1])
+    for embedder in single.values():
         embedder.embed(queries[:20])
     rounds = []
     for number in range(args.rounds):
         result = {}
         for clients in args.clients:
-            for threads, embedder in embedders.items():
-                result[f"intra{threads}_clients{clients}"] = embed_level(
+            for label, embedder in embedders.items():
+                result[f"{label}_clients{clients}"] = embed_level(
                     lambda text, e=embedder: e.embed([text]), queries, clients
                 )
         rounds.append(result)

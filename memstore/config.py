@@ -111,12 +111,13 @@ class Settings(BaseSettings):
         description="Largest request body `memstore serve` reads (larger: 413).",
     )
     serve_embedder_threads: int | None = Field(
-        default=None,
+        default=1,
         ge=1,
         le=64,
         description=(
-            "ONNX intra-op threads of the neural embedder in `memstore serve` (unset: the"
-            " embedder's default); benchmarks/serve.py measures the choice."
+            "ONNX intra-op threads of the neural embedder in `memstore serve`: 1, because"
+            " concurrent requests each embed a query and 1 thread measured faster than 2"
+            " at 1, 8 and 32 clients (docs/benchmark-notes.md). Unset: the embedder's 2."
         ),
     )
     serve_key_cache_seconds: float = Field(
@@ -126,5 +127,16 @@ class Settings(BaseSettings):
         description=(
             "How long `memstore serve` trusts a key it has checked before asking the"
             " database again (0: every request); a revocation takes effect within it."
+        ),
+    )
+    serve_access_log: bool = Field(
+        default=True,
+        description="Log one line per request of `memstore serve` (method, path, status).",
+    )
+    serve_embedder_batching: bool = Field(
+        default=True,
+        description=(
+            "In `memstore serve`, embed the queries of concurrent requests in one batch"
+            " (neural embedder): one run over 8 short texts costs about a third of 8 runs."
         ),
     )

@@ -45,6 +45,9 @@ def serve(
     need an API key (`memstore keys create`). SIGTERM stops it gracefully.
     """
     try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
         from memstore.server.run import serve as run
     except ImportError as exc:
         raise InvalidInputError(

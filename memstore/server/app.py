@@ -67,8 +67,9 @@ class ServerState:
             self._store = MemoryStore.open(settings=self.settings, embedder=self._embedder())
 
     def _embedder(self) -> Embedder | None:
-        """The neural embedder with ``serve_embedder_threads`` intra-op threads, when set;
-        None (the store's own choice) otherwise."""
+        """The neural embedder with ``serve_embedder_threads`` intra-op threads, when set,
+        batching concurrent queries unless ``serve_embedder_batching`` is off; None (the
+        store's own choice) otherwise."""
         threads = self.settings.serve_embedder_threads
         if threads is None or self.settings.embedder not in ("auto", "neural"):
             return None
@@ -78,7 +79,12 @@ class ServerState:
             return None  # the store then refuses "neural", or falls back for "auto"
         from memstore.embedding import onnx
 
-        return onnx.load_default(threads=threads)
+        embedder: Embedder = onnx.load_default(threads=threads)
+        if self.settings.serve_embedder_batching:
+            from memstore.server.batching import BatchingEmbedder
+
+            embedder = BatchingEmbedder(embedder)
+        return embedder
 
     def close(self) -> None:
         """Close the store if this state opened it."""

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from memstore.activation.model import ActivateRequest, Activation
 from memstore.db import migrate
@@ -104,6 +104,9 @@ class ContextAnswer(ContextPacket):
     text: str
 
 
+ANSWER = TypeAdapter(ContextAnswer)
+
+
 class ApplyRequest(BaseModel):
     """``POST /apply``: typed lifecycle operations, judged by the law (docs/lifecycle.md)."""
 
@@ -157,6 +160,23 @@ def _label(principal: Principal) -> str:
     return f"key:{principal.name}" if principal.name else f"key:{principal.key_id}"
 
 
+HITS = TypeAdapter(list[Hit])
+NODE = TypeAdapter(Node)
+PAGE = TypeAdapter(MemoryPage)
+
+
+def _json(adapter: TypeAdapter[Any], value: Any, status_code: int = 200) -> Response:
+    """``value`` serialised by its own model, straight to the response.
+
+    The hot reads return a Response so that FastAPI does not validate again
+    what the library just built (one more thread hop and a copy per request);
+    their ``response_model`` still documents them.
+    """
+    return Response(
+        adapter.dump_json(value), status_code=status_code, media_type="application/json"
+    )
+
+
 def _given(model: BaseModel, *leave_out: str) -> dict[str, Any]:
     """The fields the client set (excluded-from-dump ones, like a vector, included)."""
     return {name: getattr(model, name) for name in model.model_fields_set if name not in leave_out}
@@ -200,7 +220,7 @@ def remember_batch(namespace: str, body: BatchRequest, request: Request) -> Batc
     return BatchResult(ids=ns.remember_many(body.items))
 
 
-@api.get(NS + "/memories", summary="Current memories, a page at a time")
+@api.get(NS + "/memories", summary="Current memories, a page at a time", response_model=MemoryPage)
 def list_memories(
     namespace: str,
     request: Request,
@@ -208,7 +228,7 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = 50,
     kind: Annotated[list[Kind] | None, Query()] = None,
     tier: Annotated[list[str] | None, Query()] = None,
-) -> MemoryPage:
+) -> Response:
     """Keyset pagination by id: pass ``next_cursor`` as ``cursor``; it is null on the last page.
 
     ``tag`` is not supported yet (tags arrive with issue 21): sending it is a 422.
@@ -216,13 +236,13 @@ def list_memories(
     if "tag" in request.query_params:
         raise InvalidInputError("filtering by tag is not supported yet", field="tag")
     ns, _ = _open(request, namespace, "read")
-    return ns.list_memories(after=cursor, limit=limit, kinds=kind, tiers=tier)
+    return _json(PAGE, ns.list_memories(after=cursor, limit=limit, kinds=kind, tiers=tier))
 
 
-@api.get(NS + "/memories/{node_id}", summary="One memory, with its status")
-def get_memory(namespace: str, node_id: int, request: Request) -> Node:
+@api.get(NS + "/memories/{node_id}", summary="One memory, with its status", response_model=Node)
+def get_memory(namespace: str, node_id: int, request: Request) -> Response:
     ns, _ = _open(request, namespace, "read")
-    return ns.get(node_id)
+    return _json(NODE, ns.get(node_id))
 
 
 @api.get(NS + "/memories/{node_id}/lineage", summary="Every version, oldest first")
@@ -270,10 +290,10 @@ def link(namespace: str, body: LinkInput, request: Request) -> Edge:
 # --- reading ----------------------------------------------------------------------------
 
 
-@api.post(NS + "/recall", summary="The memories most relevant to a query")
-def recall(namespace: str, body: RecallQuery, request: Request) -> list[Hit]:
+@api.post(NS + "/recall", summary="The memories most relevant to a query", response_model=list[Hit])
+def recall(namespace: str, body: RecallQuery, request: Request) -> Response:
     ns, _ = _open(request, namespace, "read")
-    return ns.recall(body.text, **_given(body, "text"))
+    return _json(HITS, ns.recall(body.text, **_given(body, "text")))
 
 
 @api.post(
@@ -293,11 +313,11 @@ def activate(
     return result.model_dump(mode="json", exclude=None if background else {"background"})
 
 
-@api.post(NS + "/context", summary="A token-budgeted context packet")
-def context(namespace: str, body: ContextRequest, request: Request) -> ContextAnswer:
+@api.post(NS + "/context", summary="A token-budgeted context packet", response_model=ContextAnswer)
+def context(namespace: str, body: ContextRequest, request: Request) -> Response:
     ns, _ = _open(request, namespace, "read")
     packet = ns.recall_context(body.query, **_given(body, "query"))
-    return ContextAnswer(**dict(packet), text=packet.render())
+    return _json(ANSWER, ContextAnswer(**dict(packet), text=packet.render()))
 
 
 @api.get(NS + "/status", summary="Nodes per tier and status, vector freshness")

@@ -30,6 +30,7 @@ def serve(settings: Settings, *, host: str, port: int, log_level: str = "info") 
         # (uvicorn's default); see docs/server.md.
         proxy_headers=True,
         server_header=False,
+        access_log=settings.serve_access_log,
     )
     uvicorn.Server(config).run()
 

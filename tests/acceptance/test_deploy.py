@@ -152,3 +152,18 @@ def test_the_app_role_does_the_everyday_work(deployed, tmp_path):
         ).fetchone()
     assert operations == [("record_short_term", "accepted")]
     assert redactions == (2,)  # the memory's two versions, each erased and recorded
+
+
+def test_the_owner_creates_keys_the_service_checks(deployed):
+    """docs/server.md, "Deploying": keys by the owner, `memstore serve` as memstore_app."""
+    from memstore.server.auth import authenticate
+
+    _, owner, app = deployed
+    created = json.loads(ok("keys", "create", "--namespace", "deployed", "--json", url=owner))
+    assert run("keys", "list", url=app).returncode == 1  # the service may not read keys
+    with MemoryStore.open(app) as store:
+        principal = authenticate(store, f"Bearer {created['key']}")
+        assert principal.allows("deployed") and principal.has("write")
+    ok("keys", "revoke", str(created["id"]), url=owner)
+    with MemoryStore.open(app) as store, pytest.raises(Exception, match="revoked"):
+        authenticate(store, f"Bearer {created['key']}")
