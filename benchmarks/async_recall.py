@@ -234,7 +234,7 @@ async def psycopg_async_run(
         async def recall(text: str) -> Any:
             spec = validated(RecallQuery, text=text, k=10, privacy_ceiling=ceiling)
             vector = ns.embedder.embed([spec.text])[0]
-            run = ns.plan_recall(spec, vector)
+            run = ns._recall.plan(spec, vector)  # the facade's recall service: a prototype only
             async with pool.connection() as conn:
                 async with conn.cursor(row_factory=dict_row) as cursor:
                     async with conn.pipeline():
@@ -245,7 +245,7 @@ async def psycopg_async_run(
                         await cursor.execute(run.statement, run.params, prepare=True)
                         rows = await cursor.fetchall()
                         await cursor.execute("COMMIT")
-            ns.learn_from_recall(rows)
+            ns._recall.learn(rows)
             return recall_hits(rows, spec, ns.embedder, ns.name)
 
         await recall(texts[0])

@@ -31,7 +31,7 @@ from memstore.law.receipt import Proposal, Receipt
 from memstore.models import Edge, Kind, Node, RecallMode
 from memstore.namespace import Namespace
 from memstore.recall.injection import instruction_signals
-from memstore.tiers.context import INSTRUCTION_MARK, PREAMBLE, ContextPacket
+from memstore.tiers.packet import INSTRUCTION_MARK, PREAMBLE, ContextPacket
 from memstore.tiers.summary import NamespaceSummary
 
 # --- who is calling ----------------------------------------------------------------
