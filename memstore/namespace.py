@@ -80,6 +80,7 @@ from memstore.recall.query import Fusion
 from memstore.tiers import context, summary
 from memstore.tiers.consolidation import Consolidation
 from memstore.tiers.context import ContextPacket, ContextRequest, TokenCounter
+from memstore.tiers.keyed import KeyedEntries
 from memstore.tiers.lessons import Lessons
 from memstore.tiers.procedures import Procedures
 from memstore.tiers.scratchpad import Scratchpad
@@ -1004,6 +1005,17 @@ class Namespace:
             return False
         out[given] = block
         return True
+
+    # --- keyed entries (a framework's key-value store, docs/integrations.md) ------------
+
+    def keyed(self, tier: str) -> KeyedEntries:
+        """The current memory of each key of ``tier`` (a tier of the caller's own).
+
+        >>> items = ns.keyed("notes")                                # doctest: +SKIP
+        >>> items.put("color", "Alice likes red", data={"color": "red"}).label  # doctest: +SKIP
+        'color'
+        """
+        return KeyedEntries(self, tier)
 
 
 __all__ = ["Namespace"]
