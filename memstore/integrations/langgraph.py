@@ -461,10 +461,12 @@ class MemstoreStore(BaseStore):
                     literal.append(label)
                 break
         listed = [namespace_tuple(name) for name in self._namespaces(literal)]
-        kept = [ns for ns in listed if all(_matches(ns, c) for c in matching)]
-        if op.max_depth is not None:
-            kept = sorted({ns[: op.max_depth] for ns in kept})
-        return kept[op.offset : op.offset + op.limit]
+        kept = {
+            ns if op.max_depth is None else ns[: op.max_depth]
+            for ns in listed
+            if all(_matches(ns, condition) for condition in matching)
+        }
+        return sorted(kept)[op.offset : op.offset + op.limit]
 
 
 async def _in_worker(run: Callable[[list[Op]], list[Result]], ops: list[Op]) -> list[Result]:

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("langgraph.store.base")
 
-from memstore import MemoryStore  # noqa: E402
-from memstore.integrations.langgraph import MemstoreStore  # noqa: E402
+from memstore import MemoryStore
+from memstore.integrations.langgraph import MemstoreStore
 
 
 @pytest.fixture
