@@ -3,9 +3,12 @@ given function (as LangGraph's vector-store tests configure PostgresStore)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from langgraph.store.base import IndexConfig
 
 from memstore.errors import ConfigurationError
 from memstore.integrations.langgraph import MemstoreStore
@@ -13,7 +16,7 @@ from memstore.integrations.langgraph import MemstoreStore
 DIMS = 64
 
 
-def embed(texts: list[str]) -> list[list[float]]:
+def embed(texts: Sequence[str]) -> list[list[float]]:
     """A deterministic embedding of our own: counts of each character, folded into DIMS."""
     out = []
     for text in texts:
@@ -32,7 +35,7 @@ def cosine(a: str, b: str) -> float:
 @pytest.fixture
 def vectors(memory_store):
     return MemstoreStore(
-        memory_store, index={"dims": DIMS, "embed": embed, "fields": ["text"]}, mode="semantic"
+        memory_store, index=IndexConfig(dims=DIMS, embed=embed, fields=["text"]), mode="semantic"
     )
 
 
@@ -82,11 +85,11 @@ def test_fields_per_put_and_index_false(vectors):
 
 
 def test_hybrid_search_finds_words_the_vectors_miss(memory_store):
-    hybrid = MemstoreStore(memory_store, index={"dims": DIMS, "embed": embed, "fields": ["text"]})
+    hybrid = MemstoreStore(memory_store, index=IndexConfig(dims=DIMS, embed=embed, fields=["text"]))
     hybrid.put(("t",), "lisbon", {"text": "Alice moved to Lisbon"})
     hybrid.put(("t",), "other", {"text": "Alice moved to Porto"})
     assert hybrid.search(("t",), query="Lisbon")[0].key == "lisbon"
-    lexical = MemstoreStore(memory_store, index={"dims": DIMS, "embed": embed}, mode="lexical")
+    lexical = MemstoreStore(memory_store, index=IndexConfig(dims=DIMS, embed=embed), mode="lexical")
     assert [i.key for i in lexical.search(("t",), query="Lisbon")] == ["lisbon"]
 
 
@@ -102,14 +105,14 @@ def test_bad_index_configs_are_refused(memory_store):
     with pytest.raises(ConfigurationError, match="dims"):
         MemstoreStore(memory_store, index={"dims": memory_store.embedder.dims + 1})
     with pytest.raises(ConfigurationError, match="dims"):
-        MemstoreStore(memory_store, index={"embed": embed})  # type: ignore[typeddict-item]
+        MemstoreStore(memory_store, index={"embed": embed})
     # No embed: memstore's own embedder, whose dims it must state if it states any.
     own = MemstoreStore(memory_store, index={"dims": memory_store.embedder.dims, "fields": ["a"]})
     assert own.store is memory_store
 
 
 def test_from_conn_string_with_an_index(fresh_url):
-    index = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    index = IndexConfig(dims=DIMS, embed=embed, fields=["text"])
     with MemstoreStore.from_conn_string(fresh_url, index=index, mode="semantic") as store:
         assert store.store.embedder.dims == DIMS
         store.put(("a",), "k", {"text": "zany zebra"})
