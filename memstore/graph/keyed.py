@@ -14,9 +14,10 @@ from typing import Annotated, Any, Literal
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
-from memstore.db.schema import namespaces, nodes, redactions, supersessions, tombstones
+from memstore.db.schema import nodes
+from memstore.db.transaction import in_one_round_trip
 from memstore.graph.rows import (
     is_redacted,
     is_superseded,
@@ -31,6 +32,8 @@ Comparison = Literal["eq", "ne", "gt", "gte", "lt", "lte"]
 # How many keys one lookup may name, and how deep a data path may reach.
 MAX_KEYS = 1000
 MAX_PATH = 32
+# The namespace id a scoped transaction names to read across namespaces: none (ids start at 1).
+NO_NAMESPACE = 0
 
 
 class DataCondition(BaseModel):
@@ -145,36 +148,38 @@ def list_current(
     return [to_node(row, namespace) for row in conn.execute(query).mappings()]
 
 
-def namespaces_holding(conn: Connection, tier: str, *, prefix: str | None = None) -> list[str]:
+# The namespaces holding a current entry of a tier: one statement, sent with its
+# transaction in one round trip (a search under a prefix runs it before each recall).
+NAMESPACES_HOLDING = """
+SELECT ns.name
+FROM memstore.namespaces ns
+WHERE (%(prefix)s::text IS NULL
+       OR ns.name = %(prefix)s::text
+       OR starts_with(ns.name, %(prefix)s::text || '.'))
+  AND EXISTS (
+      SELECT 1 FROM memstore.nodes n
+      WHERE n.namespace_id = ns.id AND n.tier = %(tier)s::text
+        AND NOT EXISTS (SELECT 1 FROM memstore.supersessions s
+                        WHERE s.namespace_id = n.namespace_id AND s.old_id = n.id)
+        AND NOT EXISTS (SELECT 1 FROM memstore.tombstones t
+                        WHERE t.namespace_id = n.namespace_id AND t.node_id = n.id)
+        AND NOT EXISTS (SELECT 1 FROM memstore.redactions r
+                        WHERE r.namespace_id = n.namespace_id AND r.node_id = n.id))
+ORDER BY ns.name
+"""
+
+
+def namespaces_holding(engine: Engine, tier: str, *, prefix: str | None = None) -> list[str]:
     """Names of the namespaces with a current entry of ``tier`` (by name), optionally only
     ``prefix`` itself and the names that continue it with ``"."``.
 
     Reads across namespaces: an operator's call. A role that row-level security
     confines (``memstore_app``) sees none (docs/security.md).
     """
-    current = sa.and_(
-        nodes.c.namespace_id == namespaces.c.id,
-        nodes.c.tier == tier,
-        ~sa.exists().where(
-            supersessions.c.namespace_id == nodes.c.namespace_id,
-            supersessions.c.old_id == nodes.c.id,
-        ),
-        ~sa.exists().where(
-            tombstones.c.namespace_id == nodes.c.namespace_id, tombstones.c.node_id == nodes.c.id
-        ),
-        ~sa.exists().where(
-            redactions.c.namespace_id == nodes.c.namespace_id, redactions.c.node_id == nodes.c.id
-        ),
+    rows = in_one_round_trip(
+        engine, NO_NAMESPACE, NAMESPACES_HOLDING, {"prefix": prefix, "tier": tier}
     )
-    query = sa.select(namespaces.c.name).where(sa.exists().where(current))
-    if prefix is not None:
-        query = query.where(
-            sa.or_(
-                namespaces.c.name == prefix,
-                sa.func.starts_with(namespaces.c.name, prefix + "."),
-            )
-        )
-    return list(conn.execute(query.order_by(namespaces.c.name)).scalars())
+    return [str(row["name"]) for row in rows]
 
 
 def versions_by_label(

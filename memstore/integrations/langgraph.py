@@ -367,8 +367,8 @@ class MemstoreStore(BaseStore):
 
     def _namespaces(self, prefix: Sequence[str]) -> list[str]:
         """memstore names of the LangGraph namespaces under ``prefix`` holding items."""
-        with self._store.transaction() as conn:
-            return namespaces_holding(conn, TIER, prefix=namespace_name(prefix) if prefix else None)
+        encoded = namespace_name(prefix) if prefix else None
+        return namespaces_holding(self._store.engine, TIER, prefix=encoded)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:

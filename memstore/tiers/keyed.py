@@ -55,14 +55,18 @@ class ListRequest(BaseModel):
     ids: Annotated[list[RowId], Field(max_length=MAX_LIST)] | None = None
 
 
+class TierName(BaseModel):
+    """A keyed profile's tier, as :meth:`Namespace.keyed` accepts it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tier: ShortText
+
+
 def checked_tier(tier: object) -> str:
     """A tier name a keyed profile may use: not one of memstore's own tiers (their entries
     have their own rules) and not a lifecycle record's."""
-
-    class Tier(BaseModel):
-        tier: ShortText
-
-    name = validated(Tier, tier=tier).tier
+    name = validated(TierName, tier=tier).tier
     if name in TIERS or name in LIFECYCLE_TIERS or name == POLICY:
         raise InvalidInputError(
             f"tier {name!r} belongs to memstore; keyed entries need a tier of their own",
