@@ -175,14 +175,18 @@ def _embedder_for(index: IndexConfig, given: Embedder | None) -> Embedder:
         return given
     if dims is None:
         raise ConfigurationError("an index with an embed function needs its dims")
-    embeddings = ensure_embeddings(embed)
+    # An object with embed_documents (LangChain's Embeddings, or one shaped like it) is
+    # used as it is; a function or a "provider:model" string goes through LangGraph.
+    documents = getattr(embed, "embed_documents", None)
+    if not callable(documents):
+        documents = ensure_embeddings(embed).embed_documents
     if isinstance(embed, str):
         name = embed
     else:
         model = getattr(embed, "model", None) or getattr(embed, "model_name", None)
         kind = embed if callable(embed) and not hasattr(embed, "embed_documents") else type(embed)
         name = str(model) if model else f"{kind.__module__}.{kind.__qualname__}"
-    return CallableEmbedder(f"langgraph:{name}:{dims}", dims, embeddings.embed_documents)
+    return CallableEmbedder(f"langgraph:{name}:{dims}", dims, documents)
 
 
 def _with_embedder(store: MemoryStore, embedder: Embedder) -> MemoryStore:

@@ -119,3 +119,27 @@ def test_from_conn_string_with_an_index(fresh_url):
         assert store.search(("a",), query="zebra")[0].score == pytest.approx(
             cosine("zany zebra", "zebra"), abs=1e-4
         )
+
+
+class Documents:
+    """Shaped like LangChain's Embeddings (embed_documents, embed_query), not callable."""
+
+    dims = DIMS
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return embed([text])[0]
+
+
+def test_an_embeddings_object_is_used_as_it_is(memory_store):
+    documents = Documents()
+    index = IndexConfig(dims=DIMS, embed=documents)  # type: ignore[typeddict-item]
+    store = MemstoreStore(memory_store, index=index, mode="semantic")
+    assert store.index_config is not None
+    assert store.index_config["embed"] is documents  # type: ignore[comparison-overlap]
+    store.put(("t",), "k", {"text": "zany zebra"})
+    assert store.search(("t",), query="zebra")[0].score == pytest.approx(
+        cosine('{"text": "zany zebra"}', "zebra"), abs=1e-4
+    )
