@@ -160,6 +160,14 @@ def conditions(filter: Mapping[str, Any] | None) -> list[DataCondition]:
 # --- the store ------------------------------------------------------------------------
 
 
+def _created_at(node: Node) -> datetime:
+    """When the key was first put: the ``observed_at`` every version carries (the adapter's
+    clock), never later than this version's ``recorded_at`` (the server's)."""
+    if node.observed_at is None:
+        return node.recorded_at
+    return min(node.observed_at, node.recorded_at)
+
+
 def _embedder_for(index: IndexConfig, given: Embedder | None) -> Embedder:
     """The embedder an index config asks for: its ``embed`` (as a memstore embedder named
     after it), or ``given`` (the store's) when it names none."""
@@ -313,7 +321,7 @@ class MemstoreStore(BaseStore):
             value=node.data,
             key=node.label,
             namespace=namespace,
-            created_at=node.observed_at or node.recorded_at,
+            created_at=_created_at(node),
             updated_at=node.recorded_at,
         )
 
@@ -444,7 +452,7 @@ class MemstoreStore(BaseStore):
             namespace=namespace_tuple(name),
             key=node.label,
             value=node.data,
-            created_at=node.observed_at or node.recorded_at,
+            created_at=_created_at(node),
             updated_at=node.recorded_at,
             score=score,
         )

@@ -16,7 +16,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from memstore.errors import InvalidInputError
 from memstore.graph import keyed
-from memstore.graph.content import checked_data
+from memstore.graph.content import checked_content, checked_data
 from memstore.graph.keyed import MAX_KEYS, DataCondition
 from memstore.inputs import checked_reason, validated
 from memstore.law.policy import LIFECYCLE_TIERS, POLICY
@@ -127,13 +127,17 @@ class KeyedEntries:
             observed_at=given.observed_at,
             dedupe_key=f"{self.tier}\x1f{given.key}",
         )
+        text = checked_content(item.content, limit=self.ns.settings.max_content_bytes)
+        # The vector of a new key, computed before the key is locked so the lock is held
+        # for the statements alone (a revision of an existing key embeds its own).
+        vector = self.ns.vectors([item], [text])
         with self.ns.transaction() as tx:
             # Two concurrent puts of one key: the second waits, then revises the first's.
             lock_key(tx, self.tier, given.key)
             current = keyed.current_by_labels(tx.conn, tx.id, tx.name, self.tier, [given.key])
             old = current.get(given.key)
             if old is None:
-                return remember_fresh(tx, item)
+                return remember_fresh(tx, item, vector=vector)
             if old.content == given.content and old.data == given.data:
                 return old
             return tx.revise(
