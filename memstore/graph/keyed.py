@@ -94,6 +94,23 @@ def condition_clause(condition: DataCondition) -> sa.ColumnElement[bool]:
     return getattr(operand, compare)(sa.literal(str(value)))  # type: ignore[no-any-return]
 
 
+def lock_labels(conn: Connection, namespace_id: int, tier: str, labels: Sequence[str]) -> None:
+    """Serialise the writers of these keys of ``tier`` until the transaction ends.
+
+    One statement takes every key's advisory lock in the order of its hash, so
+    two writers of overlapping keys wait for each other and never deadlock.
+    """
+    keys = ["\x1f".join(("memstore.tier", tier, label)) for label in labels]
+    conn.execute(
+        sa.text(
+            "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT"
+            " hashtextextended(k, :ns) AS h FROM unnest(CAST(:keys AS text[])) AS k"
+            " ORDER BY h) AS ordered"
+        ),
+        {"keys": keys, "ns": namespace_id},
+    )
+
+
 def current_by_labels(
     conn: Connection, namespace_id: int, namespace: str, tier: str, labels: Sequence[str]
 ) -> dict[str, Node]:

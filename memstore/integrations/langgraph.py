@@ -58,6 +58,8 @@ NODE_TYPE = "Item"
 # The longest query memstore's recall takes, and the most hits one recall returns.
 QUERY_MAX = 10_000
 RECALL_MAX = 1000
+# The most puts of one batch written in one transaction (keyed.put_many's own limit).
+PUT_CHUNK = 1000
 _OPERATORS: dict[str, Comparison] = {
     "$eq": "eq",
     "$ne": "ne",
@@ -275,27 +277,40 @@ class MemstoreStore(BaseStore):
     # --- batches -------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run each operation in order; each write is one transaction of its own."""
+        """Run the operations in order. Consecutive puts of values into one namespace are one
+        transaction (one embedding call); every other write is a transaction of its own."""
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
         results: list[Result] = [None] * len(ops)
         gets: dict[tuple[str, ...], list[int]] = {}
+        puts: list[PutOp] = []
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
+                self._put_many(puts)  # a get sees the puts before it
+                puts = []
                 # Gets of one namespace between two writes are one statement.
                 gets.setdefault(tuple(op.namespace), []).append(i)
                 continue
-            self._get_many(ops, gets, results)
+            self._get_many(ops, gets, results)  # and a write does not change what they see
             gets = {}
+            if isinstance(op, PutOp) and op.value is not None:
+                if puts and tuple(puts[0].namespace) != tuple(op.namespace):
+                    self._put_many(puts)
+                    puts = []
+                puts.append(op)
+                continue
+            self._put_many(puts)
+            puts = []
             if isinstance(op, PutOp):
-                self._put(op)
+                self._delete(op)
             elif isinstance(op, SearchOp):
                 results[i] = self._search(op)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(op)
             else:
                 raise InvalidInputError(f"unknown operation {type(op).__name__}", field="ops")
+        self._put_many(puts)
         self._get_many(ops, gets, results)
         return results
 
@@ -353,7 +368,8 @@ class MemstoreStore(BaseStore):
         texts = [text for path in fields for text in get_text_at_path(value, path)]
         return "\n".join(text for text in texts if text.strip()) or op.key
 
-    def _put(self, op: PutOp) -> None:
+    @staticmethod
+    def _check_write(op: PutOp) -> None:
         if op.ttl is not None:
             raise NotImplementedError(
                 "TTL is not supported by MemstoreStore: put with ttl=None"
@@ -361,21 +377,34 @@ class MemstoreStore(BaseStore):
             )
         if not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
+
+    def _delete(self, op: PutOp) -> None:
+        self._check_write(op)
         entries = self.namespace(op.namespace).keyed(TIER)
-        if op.value is None:
-            entries.forget(str(op.key), reason="deleted through LangGraph's store")
+        entries.forget(str(op.key), reason="deleted through LangGraph's store")
+
+    def _put_many(self, puts: list[PutOp]) -> None:
+        """Puts of values into one namespace, as one transaction."""
+        if not puts:
             return
-        if not isinstance(op.value, Mapping):
-            raise InvalidInputError("an item's value must be a mapping", field="value")
-        value = dict(op.value)
-        entries.put(
-            str(op.key),
-            self._text(op, value),
-            data=value,
-            node_type=NODE_TYPE,
-            observed_at=datetime.now(UTC),
-            reason="put through LangGraph's store",
-        )
+        entries = []
+        for op in puts:
+            self._check_write(op)
+            if not isinstance(op.value, Mapping):
+                raise InvalidInputError("an item's value must be a mapping", field="value")
+            value = dict(op.value)
+            entries.append(
+                {
+                    "key": str(op.key),
+                    "content": self._text(op, value),
+                    "data": value,
+                    "node_type": NODE_TYPE,
+                    "observed_at": datetime.now(UTC),
+                }
+            )
+        keyed = self.namespace(puts[0].namespace).keyed(TIER)
+        for start in range(0, len(entries), PUT_CHUNK):
+            keyed.put_many(entries[start : start + PUT_CHUNK], reason="put through LangGraph")
 
     def _namespaces(self, prefix: Sequence[str]) -> list[str]:
         """memstore names of the LangGraph namespaces under ``prefix`` holding items."""

@@ -21,10 +21,11 @@ from memstore.graph.keyed import MAX_KEYS, DataCondition
 from memstore.inputs import checked_reason, validated
 from memstore.law.policy import LIFECYCLE_TIERS, POLICY
 from memstore.models import Kind, MemoryInput, Node, RowId, ShortText
-from memstore.tiers.common import TIERS, lock_key, remember_fresh
+from memstore.tiers.common import TIERS, remember_fresh
 
 if TYPE_CHECKING:
     from memstore.namespace import Namespace
+    from memstore.tx import NamespaceTransaction
 
 Key = Annotated[str, Field(min_length=1, max_length=1000)]
 # The most entries one list call returns.
@@ -105,49 +106,87 @@ class KeyedEntries:
         when it was first put); a key with one is revised (``observed_at``
         carried over), unless it already holds this content and data.
         """
-        checked_data(data, limit=self.ns.settings.max_data_bytes)
-        given = validated(
-            EntryInput,
-            key=key,
-            content=content,
-            data=dict(data) if isinstance(data, Mapping) else data,
-            kind=kind,
-            node_type=node_type,
-            observed_at=observed_at,
-        )
+        entry: dict[str, Any] = {"key": key, "content": content, "data": data, "kind": kind}
+        entry |= {"node_type": node_type, "observed_at": observed_at}
+        return self.put_many([entry], reason=reason)[0]
+
+    def put_many(
+        self, entries: Sequence[Mapping[str, Any]], *, reason: str = "a new value for the key"
+    ) -> list[Node]:
+        """:meth:`put` for each entry (a mapping of its arguments), in order, in one
+        transaction: all are written or none. Returns the current entries in input order.
+
+        The vectors of the contents are computed at once, before the keys are
+        locked, so the locks are held for the statements alone (a revision of an
+        existing key embeds its own).
+        """
+        if isinstance(entries, str | Mapping) or not isinstance(entries, Sequence):
+            raise InvalidInputError("entries must be a list of mappings", field="entries")
+        if len(entries) > MAX_KEYS:
+            raise InvalidInputError(f"at most {MAX_KEYS} entries at once", field="entries")
         reason = checked_reason(reason)
-        item = validated(
-            MemoryInput,
-            content=given.content,
-            kind=given.kind,
-            node_type=given.node_type,
-            tier=self.tier,
-            label=given.key,
-            data=given.data,
-            observed_at=given.observed_at,
-            dedupe_key=f"{self.tier}\x1f{given.key}",
-        )
-        text = checked_content(item.content, limit=self.ns.settings.max_content_bytes)
-        # The vector of a new key, computed before the key is locked so the lock is held
-        # for the statements alone (a revision of an existing key embeds its own).
-        vector = self.ns.vectors([item], [text])
-        with self.ns.transaction() as tx:
-            # Two concurrent puts of one key: the second waits, then revises the first's.
-            lock_key(tx, self.tier, given.key)
-            current = keyed.current_by_labels(tx.conn, tx.id, tx.name, self.tier, [given.key])
-            old = current.get(given.key)
-            if old is None:
-                return remember_fresh(tx, item, vector=vector)
-            if old.content == given.content and old.data == given.data:
-                return old
-            return tx.revise(
-                old.id,
-                given.content,
-                reason=reason,
+        givens: list[EntryInput] = []
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                raise InvalidInputError(f"entries[{i}] must be a mapping", field="entries")
+            data = entry.get("data")
+            checked_data(data, limit=self.ns.settings.max_data_bytes, field=f"entries[{i}].data")
+            values = {**entry, "data": dict(data) if isinstance(data, Mapping) else data}
+            givens.append(validated(EntryInput, **values))
+        items = [
+            validated(
+                MemoryInput,
+                content=given.content,
+                kind=given.kind,
+                node_type=given.node_type,
+                tier=self.tier,
+                label=given.key,
                 data=given.data,
-                # Versions may repeat an earlier value: each is its own node.
-                dedupe_key=f"{self.tier}\x1f{given.key}\x1f{old.id}",
+                observed_at=given.observed_at,
+                dedupe_key=f"{self.tier}\x1f{given.key}",
             )
+            for given in givens
+        ]
+        limit = self.ns.settings.max_content_bytes
+        texts = [checked_content(item.content, limit=limit) for item in items]
+        if not items:
+            return []
+        vectors = self.ns.vectors(items, texts)
+        with self.ns.transaction() as tx:
+            # Concurrent puts of one key: the second waits, then revises the first's.
+            keys = list(dict.fromkeys(given.key for given in givens))
+            keyed.lock_labels(tx.conn, tx.id, self.tier, keys)
+            current = keyed.current_by_labels(tx.conn, tx.id, tx.name, self.tier, keys)
+            out: list[Node] = []
+            for i, (given, item) in enumerate(zip(givens, items, strict=True)):
+                old = current.get(given.key)
+                node = self._write(tx, given, item, old, vectors[i : i + 1], reason)
+                current[given.key] = node
+                out.append(node)
+            return out
+
+    def _write(
+        self,
+        tx: NamespaceTransaction,
+        given: EntryInput,
+        item: MemoryInput,
+        old: Node | None,
+        vector: Any,
+        reason: str,
+    ) -> Node:
+        """One key's new value, its key locked: a first version, the same one, or a revision."""
+        if old is None:
+            return remember_fresh(tx, item, vector=vector)
+        if old.content == given.content and old.data == given.data:
+            return old
+        return tx.revise(
+            old.id,
+            given.content,
+            reason=reason,
+            data=given.data,
+            # Versions may repeat an earlier value: each is its own node.
+            dedupe_key=f"{self.tier}\x1f{given.key}\x1f{old.id}",
+        )
 
     def forget(self, key: str, *, reason: str = "deleted") -> int | None:
         """Tombstone the current entry of ``key``; its id, or None when it has none."""
@@ -156,7 +195,7 @@ class KeyedEntries:
         if not self.ns.exists():
             return None  # nothing written yet: no namespace to create for a no-op
         with self.ns.transaction() as tx:
-            lock_key(tx, self.tier, key)
+            keyed.lock_labels(tx.conn, tx.id, self.tier, [key])
             current = keyed.current_by_labels(tx.conn, tx.id, tx.name, self.tier, [key])
             if key not in current:
                 return None

@@ -133,3 +133,55 @@ def test_concurrent_puts_of_one_key_leave_one_current_version(ns):
     assert len(history) == 9
     assert [n.status for n in history].count(NodeStatus.CURRENT) == 1
     assert notes.get(["hot"])["hot"].id == history[-1].id
+
+
+def test_put_many_is_one_transaction_in_order(ns, database_url):
+    notes = ns.keyed("notes")
+    written = notes.put_many(
+        [
+            {"key": "a", "content": "first a", "data": {"v": 1}},
+            {"key": "b", "content": "first b", "data": {"v": 1}},
+            {"key": "a", "content": "second a", "data": {"v": 2}},  # revises the one above
+        ]
+    )
+    assert [n.label for n in written] == ["a", "b", "a"]
+    assert [n.content for n in notes.history("a")] == ["first a", "second a"]
+    assert notes.get(["a"])["a"].id == written[2].id
+    before = row_counts(database_url)
+    with pytest.raises(InvalidInputError, match=r"entries\[1\]"):
+        notes.put_many(
+            [
+                {"key": "c", "content": "fine", "data": {}},
+                {"key": "d", "content": "bad", "data": {"x": float("inf")}},
+            ]
+        )
+    assert row_counts(database_url) == before  # all or nothing
+    assert notes.put_many([]) == []
+
+
+def test_overlapping_batches_do_not_deadlock(ns):
+    notes = ns.keyed("notes")
+    errors: list[BaseException] = []
+
+    def writer(keys: list[str], w: int) -> None:
+        try:
+            for i in range(4):
+                notes.put_many(
+                    [{"key": k, "content": f"{k} by {w} #{i}", "data": {}} for k in keys]
+                )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=writer, args=(["x", "y", "z"], 1)),
+        threading.Thread(target=writer, args=(["z", "y", "x"], 2)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for key in "xyz":
+        history = notes.history(key)
+        assert len(history) == 8
+        assert [n.status for n in history].count(NodeStatus.CURRENT) == 1

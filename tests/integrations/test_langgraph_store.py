@@ -284,3 +284,18 @@ def test_from_conn_string_opens_and_closes(fresh_url):
     with MemstoreStore.from_conn_string(fresh_url) as again:
         item = again.get(("a",), "k")
         assert item is not None and item.value == {"v": 1}
+
+
+def test_consecutive_puts_are_one_transaction(store):
+    store.batch(
+        [
+            PutOp(("b",), "k", {"v": 1}),
+            PutOp(("b",), "k", {"v": 2}),  # the same key twice: two versions, the last wins
+            PutOp(("b",), "j", {"v": 3}),
+        ]
+    )
+    assert [item.value for item in store.history(("b",), "k")] == [{"v": 1}, {"v": 2}]
+    with pytest.raises(InvalidInputError):
+        store.batch([PutOp(("b",), "m", {"v": 4}), PutOp(("b",), "n", {"v": float("nan")})])
+    assert store.get(("b",), "m") is None  # the batch's puts were one transaction
+    assert [i.key for i in store.search(("b",))] == ["j", "k"]
