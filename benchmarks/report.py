@@ -601,7 +601,7 @@ def peer_locomo(run: Run) -> list[str]:
     ]
     for p in peer:
         sem = beside_peer(p, mem)
-        hyb = mem.get((p["embedder"], "hybrid weighted"))
+        hyb = mem.get((p["embedder"], "hybrid weighted")) or p.get("memstore_hybrid")
         lines.append(
             f"| {p['embedder']} | {p['turn_recall']['10']:.3f} | {p['short_results']}"
             f" of {p['questions']:,} | {ms(p['latency_ms']['p50'])} / {ms(p['latency_ms']['p95'])}"

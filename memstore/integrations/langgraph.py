@@ -17,8 +17,10 @@ tombstone, and a search with a query is memstore's hybrid recall.
 from __future__ import annotations
 
 import asyncio
+import functools
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -415,14 +417,26 @@ class MemstoreStore(BaseStore):
         if op.limit < 0 or op.offset < 0:
             raise InvalidInputError("limit and offset must not be negative", field="limit")
         where = conditions(op.filter)
-        names = self._namespaces(op.namespace_prefix)
         wanted = op.offset + op.limit
-        if wanted == 0 or not names:
-            return []
         query = (op.query or "").strip()[:QUERY_MAX]
-        if not query:
-            return self._listed(names, where, op)
+        if wanted == 0:
+            return []
         found: list[tuple[float, SearchItem]] = []
+        if query and op.namespace_prefix:
+            # The namespace the prefix names is recalled while another thread asks which
+            # namespaces under it hold items: one wait for the server instead of two.
+            exact = namespace_name(op.namespace_prefix)
+            listing = _listing_pool().submit(self._namespaces, op.namespace_prefix)
+            try:
+                first = self._recalled(exact, query, where, wanted)
+            finally:
+                names = listing.result()
+            found = first if exact in names else []
+            names = [name for name in names if name != exact]
+        else:
+            names = self._namespaces(op.namespace_prefix)
+            if not query:
+                return self._listed(names, where, op) if names else []
         for name in names:
             found += self._recalled(name, query, where, wanted)
         found.sort(key=lambda pair: -pair[0])
@@ -508,6 +522,12 @@ class MemstoreStore(BaseStore):
             if all(_matches(ns, condition) for condition in matching)
         }
         return sorted(kept)[op.offset : op.offset + op.limit]
+
+
+@functools.cache
+def _listing_pool() -> ThreadPoolExecutor:
+    """The threads that list namespaces beside a search's first recall (shared by stores)."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="memstore-langgraph")
 
 
 async def _in_worker(run: Callable[[list[Op]], list[Result]], ops: list[Op]) -> list[Result]:
