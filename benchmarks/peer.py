@@ -420,9 +420,14 @@ def locomo_peer(admin_url: str, embedder_name: str, data: Path) -> dict[str, Any
 
     scores = locomo.Scores()
     ours = locomo.Scores()
+    # memstore's LangGraph adapter on the same data and embedder: semantic (the peer's kind
+    # of search) and hybrid (its default), with native hybrid recall for its overhead.
+    adapted = {"semantic": locomo.Scores(), "hybrid": locomo.Scores()}
+    ours_hybrid = locomo.Scores()
     short = 0
-    log(f"LoCoMo on the peer and memstore (semantic) with the {embedder.name} embedder")
+    log(f"LoCoMo on the peer, memstore and its LangGraph adapter with the {embedder.name} embedder")
     store = MemoryStore.open(url, embedder=embedder, auto_upgrade=True)
+    adapters = {mode: adapter_store(store, mode) for mode in adapted}
     try:
         with peer_store(url, embed) as peer:
             peer.setup()
@@ -436,15 +441,38 @@ def locomo_peer(admin_url: str, embedder_name: str, data: Path) -> dict[str, Any
                 )
             ingest_s = time.perf_counter() - t0
             stored = [locomo.ingest(store, c, "locomo") for c in conversations]
+            t0 = time.perf_counter()
+            for c in conversations:
+                put_all(
+                    adapters["hybrid"],
+                    ("adapter", c.sample_id),
+                    [t["dia_id"] for t in c.turns],
+                    [t["content"] for t in c.turns],
+                )
+            adapter_ingest_s = time.perf_counter() - t0
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("ANALYZE")
             turn = 0
             for c, (ns, dia_ids) in zip(conversations, stored, strict=True):
                 for q in c.questions:
                     turn += 1
-                    for side in ("peer", "memstore") if turn % 2 else ("memstore", "peer"):
+                    sides = ["peer", "memstore", "adapter semantic", "memstore hybrid"]
+                    sides += ["adapter hybrid"]
+                    for side in sides[turn % len(sides) :] + sides[: turn % len(sides)]:
                         started = time.perf_counter()
-                        if side == "peer":
+                        if side.startswith("adapter"):
+                            mode = side.split()[1]
+                            found = adapters[mode].search(
+                                ("adapter", c.sample_id), query=q.text, limit=20
+                            )
+                            adapted[mode].latencies.append(time.perf_counter() - started)
+                            locomo.score_ranking(q, [item.key for item in found], adapted[mode])
+                        elif side == "memstore hybrid":
+                            hits = ns.recall(q.text, k=20)
+                            ours_hybrid.latencies.append(time.perf_counter() - started)
+                            ids = [hit.node.id for hit in hits]
+                            locomo.score_ranking(q, locomo.ranked_turns(ids, dia_ids), ours_hybrid)
+                        elif side == "peer":
                             found = peer.search(("locomo", c.sample_id), query=q.text, limit=20)
                             scores.latencies.append(time.perf_counter() - started)
                             ranked = [item.key for item in found]
@@ -465,13 +493,135 @@ def locomo_peer(admin_url: str, embedder_name: str, data: Path) -> dict[str, Any
         f" {short} of {summary['questions']} questions got fewer than {K} results;"
         f" memstore semantic R@10 {memstore_semantic['turn_recall'][10]:.3f}"
     )
+    adapter = {mode: locomo.summary(adapted[mode]) for mode in adapted}
+    memstore_hybrid = locomo.summary(ours_hybrid)
+    log(
+        f"  adapter LoCoMo: semantic R@10 {adapter['semantic']['turn_recall'][10]:.3f}"
+        f" p50 {adapter['semantic']['latency_ms']['p50']:.2f} ms (native"
+        f" {memstore_semantic['latency_ms']['p50']:.2f}), hybrid R@10"
+        f" {adapter['hybrid']['turn_recall'][10]:.3f} p50"
+        f" {adapter['hybrid']['latency_ms']['p50']:.2f} ms (native"
+        f" {memstore_hybrid['latency_ms']['p50']:.2f}); ingest {adapter_ingest_s:.1f} s"
+        f" (peer {ingest_s:.1f} s)"
+    )
     return {
         "embedder": embedder.name,
         "ingest_s": ingest_s,
         "short_results": short,
         **summary,
         "memstore_semantic": memstore_semantic,
+        "memstore_hybrid": memstore_hybrid,
+        "adapter": {**adapter, "ingest_s": adapter_ingest_s},
     }
+
+
+# --- memstore's LangGraph adapter beside memstore's own calls --------------------------
+
+ADAPTER_GOAL = 1.2  # the adapter's p50 and p95 over the native call's
+
+
+def adapter_store(store: MemoryStore, mode: str) -> Any:
+    """memstore.integrations.langgraph over ``store``: its embedder, the "text" field."""
+    from memstore.integrations.langgraph import MemstoreStore
+
+    return MemstoreStore(store, index={"fields": ["text"]}, mode=mode)  # type: ignore[arg-type]
+
+
+def adapter_texts(count: int, data: Path) -> list[str]:
+    """LoCoMo's turns (repeated with a number when there are fewer), else made-up sentences."""
+    turns: list[str] = []
+    if data.exists():
+        turns = [t["content"] for c in locomo.load(data) for t in c.turns]
+    if not turns:
+        rng = np.random.default_rng(1)
+        words = [f"w{i}" for i in range(2000)]
+        turns = [" ".join(rng.choice(words, 12)) for _ in range(count)]
+    return [f"{turns[i % len(turns)]} ({i})" for i in range(count)]
+
+
+def adapter_overhead(admin_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The adapter's put, get and search beside the native calls they stand for, in one
+    fresh database, one operation of each side in turn (rotating order).
+
+    put: ``store.put(ns, key, {"text": t})`` beside ``ns.remember(t)`` and beside
+    ``ns.keyed("langgraph").put(key, t, data=...)`` (the native keyed verb the adapter
+    calls: a key lookup under a lock, then remember or revise); get: ``store.get`` beside
+    ``ns.get(node_id)`` and the keyed get; search: ``store.search(ns, query=q, limit=10)``
+    beside ``ns.recall(q, k=10)`` (hybrid both).
+    """
+    from memstore.integrations.langgraph import TIER
+
+    count = args.adapter
+    database = "memstore_bench_adapter"
+    rs.drop_database(admin_url, database)
+    rs.admin(admin_url, sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    url = rs.with_database(admin_url, database)
+    texts = adapter_texts(count, args.data)
+    queries = [" ".join(t.split()[:6]) for t in texts[:: max(1, count // args.queries)]]
+    samples: dict[str, list[float]] = {
+        name: [] for name in ("put", "remember", "keyed put", "get", "node get", "keyed get",
+                              "search", "recall")
+    }  # fmt: skip
+    log(f"LangGraph adapter beside native calls: {count:,} items, {len(queries)} queries")
+    store = MemoryStore.open(url, auto_upgrade=True)
+    try:
+        adapter = adapter_store(store, "hybrid")
+        lg_ns = ("bench", "adapter")
+        native = store.namespace("bench.native")
+        keyed = store.namespace("bench.keyed").keyed(TIER)
+        node_ids: list[int] = []
+
+        def timed(name: str, call: Callable[[], Any]) -> Any:
+            started = time.perf_counter()
+            result = call()
+            samples[name].append(time.perf_counter() - started)
+            return result
+
+        for i, text in enumerate(texts):
+            key, value = f"k{i}", {"text": text}
+            calls: list[tuple[str, Callable[[], Any]]] = [
+                ("put", lambda k=key, v=value: adapter.put(lg_ns, k, v)),
+                ("remember", lambda t=text: node_ids.append(native.remember(t).id)),
+                ("keyed put", lambda k=key, t=text, v=value: keyed.put(k, t, data=v)),
+            ]
+            for name, call in calls[i % 3 :] + calls[: i % 3]:
+                timed(name, call)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+        rng = np.random.default_rng(args.seed)
+        for j, i in enumerate(rng.integers(0, count, size=min(count, 2000))):
+            calls = [
+                ("get", lambda i=i: adapter.get(lg_ns, f"k{i}")),
+                ("node get", lambda i=i: native.get(node_ids[i])),
+                ("keyed get", lambda i=i: keyed.get([f"k{i}"])),
+            ]
+            for name, call in calls[j % 3 :] + calls[: j % 3]:
+                timed(name, call)
+        for _ in range(args.rounds):
+            for j, q in enumerate(queries):
+                calls = [
+                    ("search", lambda q=q: adapter.search(lg_ns, query=q, limit=K)),
+                    ("recall", lambda q=q: native.recall(q, k=K)),
+                ]
+                for name, call in calls[j % 2 :] + calls[: j % 2]:
+                    timed(name, call)
+    finally:
+        store.close()
+        rs.drop_database(admin_url, database)
+    stats = {name: rs.percentiles(values) for name, values in samples.items()}
+    ratios = {}
+    for ours, theirs in [("put", "remember"), ("put", "keyed put"), ("get", "node get"),
+                         ("get", "keyed get"), ("search", "recall")]:  # fmt: skip
+        for p in ("p50_ms", "p95_ms"):
+            ratio = stats[ours][p] / stats[theirs][p]
+            ratios[f"{ours} / {theirs} {p[:3]}"] = {
+                "value": ratio,
+                "goal": f"<= {ADAPTER_GOAL}",
+                "met": ratio <= ADAPTER_GOAL,
+            }
+    for name, r in ratios.items():
+        log(f"  {name}: {r['value']:.2f} ({'met' if r['met'] else 'MISS'} {r['goal']})")
+    return {"items": count, "queries": len(queries), "latency": stats, "ratios": ratios}
 
 
 # --- driver ---------------------------------------------------------------------------
@@ -501,6 +651,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--data", type=Path, default=locomo.DATA)
     p.add_argument(
+        "--adapter",
+        type=int,
+        default=0,
+        help="items for the LangGraph adapter beside native calls (0: skip)",
+    )
+    p.add_argument(
         "--database-url",
         default=os.environ.get("MEMSTORE_DATABASE_URL"),
         help="server to use (env MEMSTORE_DATABASE_URL; role needs CREATEDB); default: embedded",
@@ -522,6 +678,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "goals": {name: f"{op} {target:.3g}" for name, (op, target) in GOALS.items()},
         "results": [],
         "locomo": [],
+        "adapter": None,
     }
 
     def save() -> None:
@@ -532,6 +689,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["environment"] = rs.environment(description)
         for size in args.size_list:
             report["results"].append(run_size(size, args, admin_url))
+            save()
+        if args.adapter:
+            report["adapter"] = adapter_overhead(admin_url, args)
             save()
         for name in [e for e in args.locomo.split(",") if e]:
             if not args.data.exists():

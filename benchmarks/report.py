@@ -601,7 +601,7 @@ def peer_locomo(run: Run) -> list[str]:
     ]
     for p in peer:
         sem = beside_peer(p, mem)
-        hyb = mem.get((p["embedder"], "hybrid weighted"))
+        hyb = mem.get((p["embedder"], "hybrid weighted")) or p.get("memstore_hybrid")
         lines.append(
             f"| {p['embedder']} | {p['turn_recall']['10']:.3f} | {p['short_results']}"
             f" of {p['questions']:,} | {ms(p['latency_ms']['p50'])} / {ms(p['latency_ms']['p95'])}"
@@ -622,6 +622,54 @@ def peer_locomo(run: Run) -> list[str]:
         " which the peer does not have.",
         "",
     ]
+    return lines + adapter_lines(run)
+
+
+def adapter_lines(run: Run) -> list[str]:
+    """memstore's LangGraph adapter (MemstoreStore) beside the peer on LoCoMo, and beside
+    memstore's own calls (peer.py --adapter), when the run measured it."""
+    report = run.peer_locomo or {}
+    rows = [p for p in report.get("locomo", []) if p.get("adapter")]
+    lines: list[str] = []
+    if rows:
+        lines += [
+            "**memstore's LangGraph adapter** (`MemstoreStore`, docs/integrations.md) on the"
+            " same LoCoMo data and embedder, through LangGraph's `BaseStore` API; each question"
+            " goes to every side in turn:",
+            "",
+            "| embedder | peer R@10 | peer p50 ms | adapter semantic R@10 | p50 ms"
+            " | adapter hybrid R@10 | p50 ms | native semantic / hybrid p50 ms"
+            " | ingest s (peer / adapter) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for p in rows:
+            a, sem, hyb = p["adapter"], p.get("memstore_semantic"), p.get("memstore_hybrid")
+            lines.append(
+                f"| {p['embedder']} | {p['turn_recall']['10']:.3f}"
+                f" | {ms(p['latency_ms']['p50'])}"
+                f" | {a['semantic']['turn_recall']['10']:.3f}"
+                f" | {ms(a['semantic']['latency_ms']['p50'])}"
+                f" | {a['hybrid']['turn_recall']['10']:.3f}"
+                f" | {ms(a['hybrid']['latency_ms']['p50'])}"
+                f" | {ms(sem['latency_ms']['p50']) if sem else '-'} /"
+                f" {ms(hyb['latency_ms']['p50']) if hyb else '-'}"
+                f" | {p['ingest_s']:.1f} / {a['ingest_s']:.1f} |"
+            )
+        lines.append("")
+    overhead = report.get("adapter")
+    if overhead:
+        lines += [
+            f"The adapter beside memstore's own calls ({overhead['items']:,} items; the goal"
+            " is at most 1.2× the native call):",
+            "",
+            "| adapter / native | p50 | p95 |",
+            "|---|---|---|",
+        ]
+        pairs = sorted({name.rsplit(" ", 1)[0] for name in overhead["ratios"]})
+        for pair in pairs:
+            p50, p95 = overhead["ratios"][f"{pair} p50"], overhead["ratios"][f"{pair} p95"]
+            lines.append(f"| {pair} | {p50['value']:.2f}× | {p95['value']:.2f}× |")
+        lines.append("")
     return lines
 
 

@@ -169,7 +169,7 @@ def part_commands(
     if part == "peer":
         cmd = [*py, "--database-url", url, "--json", str(out)]
         if size is None:  # LoCoMo on the peer
-            return [*cmd, "--sizes", "", "--locomo", args.embedders]
+            return [*cmd, "--sizes", "", "--locomo", args.embedders, "--adapter", "1000"]
         return [*cmd, "--sizes", str(size)]
     if part == "locomo":
         return [*py, "--embedders", args.embedders, "--database-url", url, "--output", str(out)]

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from memstore.store import MemoryStore as MemoryStore
     from memstore.tiers.consolidation import Consolidation as Consolidation
     from memstore.tiers.context import ContextPacket as ContextPacket
+    from memstore.tiers.keyed import KeyedEntries as KeyedEntries
     from memstore.tiers.lessons import DecayResult as DecayResult
     from memstore.tiers.lessons import Lesson as Lesson
     from memstore.tiers.lessons import Lessons as Lessons
@@ -87,6 +88,7 @@ _LAZY = {
     "EntryNotFoundError": "memstore.errors",
     "Hit": "memstore.models",
     "InvalidInputError": "memstore.errors",
+    "KeyedEntries": "memstore.tiers.keyed",
     "Lesson": "memstore.tiers.lessons",
     "Lessons": "memstore.tiers.lessons",
     "LinkInput": "memstore.inputs",

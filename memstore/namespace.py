@@ -43,6 +43,7 @@ from memstore.services.scope import Scope, check_namespace_name, checked_ceiling
 from memstore.tiers import context, summary
 from memstore.tiers.consolidation import Consolidation
 from memstore.tiers.context import ContextPacket, ContextRequest, TokenCounter
+from memstore.tiers.keyed import KeyedEntries
 from memstore.tiers.lessons import Lessons
 from memstore.tiers.procedures import Procedures
 from memstore.tiers.scratchpad import Scratchpad
@@ -664,6 +665,17 @@ class Namespace:
         query = validated(ListQuery, after=after, limit=limit, kinds=kinds, tiers=tiers)
         with self.reading(privacy_ceiling=privacy_ceiling) as tx:
             return list_page(tx.conn, self.id, self.name, query)
+
+    # --- keyed entries (a framework's key-value store, docs/integrations.md) ------------
+
+    def keyed(self, tier: str) -> KeyedEntries:
+        """The current memory of each key of ``tier`` (a tier of the caller's own).
+
+        >>> items = ns.keyed("notes")                                # doctest: +SKIP
+        >>> items.put("color", "Alice likes red", data={"color": "red"}).label  # doctest: +SKIP
+        'color'
+        """
+        return KeyedEntries(self._scope, tier)
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

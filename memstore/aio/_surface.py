@@ -20,6 +20,7 @@ from memstore.lifecycle.review import Review
 from memstore.namespace import Namespace
 from memstore.store import MemoryStore
 from memstore.tiers.consolidation import Consolidation
+from memstore.tiers.keyed import KeyedEntries
 from memstore.tiers.lessons import Lessons
 from memstore.tiers.procedures import Procedures
 from memstore.tiers.scratchpad import Scratchpad
@@ -33,6 +34,17 @@ class AsyncConsolidation(Offloaded[Consolidation]):
     history = verb(Consolidation.history)
     record = verb(Consolidation.record)
     total = verb(Consolidation.total)
+
+
+class AsyncKeyedEntries(Offloaded[KeyedEntries]):
+    """The async twin of :class:`memstore.tiers.keyed.KeyedEntries`."""
+
+    all = verb(KeyedEntries.all)
+    forget = verb(KeyedEntries.forget)
+    get = verb(KeyedEntries.get)
+    history = verb(KeyedEntries.history)
+    put = verb(KeyedEntries.put)
+    put_many = verb(KeyedEntries.put_many)
 
 
 class AsyncLessons(Offloaded[Lessons]):
@@ -137,6 +149,7 @@ class AsyncNamespace(Offloaded[Namespace]):
     forget = verb(Namespace.forget)
     get = verb(Namespace.get)
     id = same(int)
+    keyed = opening(Namespace.keyed, AsyncKeyedEntries)
     lessons = part(Namespace.lessons, AsyncLessons)
     lineage = verb(Namespace.lineage)
     link = verb(Namespace.link)

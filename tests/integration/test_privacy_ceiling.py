@@ -40,6 +40,7 @@ from memstore.errors import (
 from memstore.graph.rows import fetch_nodes
 from memstore.lifecycle.review import Review
 from memstore.namespace import Namespace
+from memstore.tiers.keyed import KeyedEntries
 from memstore.tx import NamespaceTransaction
 
 TOKEN = "zebraquill"  # in every field of every secret memory; in nothing public
@@ -61,6 +62,7 @@ WRITES: dict[str, set[str]] = {
     "Scratchpad": {"pin", "unpin"},
     "Lessons": {"add", "add_if_new", "remove", "record_applied", "enforce_cap", "decay_unused"},
     "Procedures": {"add", "add_if_new", "refine", "remove", "record_success"},
+    "KeyedEntries": {"put", "put_many", "forget"},
     "Consolidation": {"record"},
     "Review": {"accept", "reject"},
 }  # fmt: skip
@@ -71,6 +73,7 @@ HELPERS: dict[str, dict[str, str]] = {
         "namespace": "hands out a handle; reads nothing (its verbs take the ceiling)",
         "transaction": "a raw connection for operators, outside any namespace",
     },
+    "Namespace": {"keyed": "hands out a tier's keyed entries; reads nothing (their reads do)"},
     "NamespaceTransaction": {
         "raise_missing": "raises the not-found error; reads nothing",
         "sanctioned": "hands the lifecycle package this transaction with rights; reads nothing",
@@ -101,6 +104,7 @@ def _classes() -> dict[str, type]:
     for tier in _tier_classes().values():
         classes[tier.__name__] = tier
     classes["Review"] = Review
+    classes["KeyedEntries"] = KeyedEntries
     return classes
 
 
@@ -213,6 +217,11 @@ def _build(store: MemoryStore) -> World:
         steps=[{"tool": "ticket", "purpose": "board", "instruction": "buy a ferry ticket"}],
     ).id
     ns.consolidation.record(3, "Folded the harbour ferry chat", 100)
+    # Keyed entries (the LangGraph adapter's): a public key and a secret one.
+    public["keyed"] = ns.keyed("notes").put("harbour", "The harbour note", data={"v": 1}).id
+    secret["keyed"] = ns.remember(
+        f"{TOKEN} note on the harbour", tier="notes", **_secret(label="vault")
+    ).id
     # Proposals about a secret: one naming it, one carrying secret words to write.
     proposals: dict[str, int] = {}
     for operation in (
@@ -406,6 +415,12 @@ READS: dict[str, Call] = {
     "Procedures.all": lambda st, ns, w, kw: ns.procedures.all(**kw),
     "Procedures.versions": lambda st, ns, w, kw: ns.procedures.versions("ferry", **kw),
     "Procedures.stats": lambda st, ns, w, kw: ns.procedures.stats("ferry", **kw),
+    "KeyedEntries.get": lambda st, ns, w, kw: ns.keyed("notes").get(["harbour", "vault"], **kw),
+    "KeyedEntries.all": lambda st, ns, w, kw: ns.keyed("notes").all(limit=50, **kw),
+    "KeyedEntries.history": lambda st, ns, w, kw: [
+        ns.keyed("notes").history("harbour", **kw),
+        ns.keyed("notes").history("vault", **kw),
+    ],
     "Consolidation.history": lambda st, ns, w, kw: ns.consolidation.history(**kw),
     "Consolidation.total": lambda st, ns, w, kw: ns.consolidation.total(**kw),
     "Review.pending": lambda st, ns, w, kw: ns.review.pending(**kw),

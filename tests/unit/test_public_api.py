@@ -17,6 +17,7 @@ import pytest
 import memstore
 from memstore import (
     Consolidation,
+    KeyedEntries,
     Lessons,
     MemoryStore,
     Namespace,
@@ -29,7 +30,7 @@ from memstore import (
 
 CLASSES = (
     MemoryStore, Namespace, NamespaceTransaction, Timeline, Scratchpad, Lessons, Procedures,
-    Consolidation, Review,
+    Consolidation, Review, KeyedEntries,
 )  # fmt: skip
 
 # class -> public member -> its signature, one parameter a string (``self`` left out, "*"
@@ -126,6 +127,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         ),
         "get": ("node_id: 'int'", '*', "privacy_ceiling: 'int | None' = None", '-> Node'),
         "id": "property",
+        "keyed": ("tier: 'str'", '-> KeyedEntries'),
         "lessons": "cached_property",
         "lineage": ("node_id: 'int'", '*', "privacy_ceiling: 'int | None' = None", '-> list[Node]'),
         "list_memories": (
@@ -380,6 +382,42 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         "pin": ("key: 'str'", "value: 'str'", '-> Node'),
         "unpin": ("key: 'str'", '*', "reason: 'str' = 'unpinned'", '-> int'),
     },
+    "KeyedEntries": {
+        "all": (
+            '*',
+            "where: 'Sequence[DataCondition | Mapping[str, Any]]' = ()",
+            "limit: 'int' = 10",
+            "offset: 'int' = 0",
+            "ids: 'Sequence[int] | None' = None",
+            "privacy_ceiling: 'int | None' = None",
+            '-> list[Node]',
+        ),
+        "forget": ("key: 'str'", '*', "reason: 'str' = 'deleted'", '-> int | None'),
+        "get": (
+            "keys: 'Sequence[str]'",
+            '*',
+            "privacy_ceiling: 'int | None' = None",
+            '-> dict[str, Node]',
+        ),
+        "history": ("key: 'str'", '*', "privacy_ceiling: 'int | None' = None", '-> list[Node]'),
+        "put": (
+            "key: 'str'",
+            "content: 'str'",
+            '*',
+            "data: 'Mapping[str, Any]'",
+            "kind: 'Kind' = 'semantic'",
+            "node_type: 'str' = 'Entry'",
+            "observed_at: 'datetime | None' = None",
+            "reason: 'str' = 'a new value for the key'",
+            '-> Node',
+        ),
+        "put_many": (
+            "entries: 'Sequence[Mapping[str, Any]]'",
+            '*',
+            "reason: 'str' = 'a new value for the key'",
+            '-> list[Node]',
+        ),
+    },
     "Lessons": {
         "add": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
         "add_if_new": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
@@ -513,6 +551,7 @@ EXPORTED = {
     "EntryNotFoundError",
     "Hit",
     "InvalidInputError",
+    "KeyedEntries",
     "Lesson",
     "Lessons",
     "LinkInput",
