@@ -21,7 +21,9 @@ kind in :data:`KINDS` aims the workers at the *same* targets so they collide:
   operations) to a value of one's own:
   pins of one key are serialised, so none fails; each key has exactly one
   current pin and its history holds every value pinned;
-- ``link``: link one shared pair of nodes: every call adds its own edge.
+- ``link``: link one shared pair of nodes with one of 10 shared relations:
+  identical links are one edge, so every call with a relation must get the
+  same edge, each relation its own, and the pair holds exactly those edges.
 
 A scenario runs one kind, or ``mixed``: every kind, interleaved per worker.
 After the run the parent checks the database against every worker's record
@@ -298,7 +300,8 @@ def _prepare_link(ns: Namespace, ops: int) -> Plan:
 
 def _do_link(ns: Namespace, plan: Plan, worker: int, i: int) -> Record:
     src, dst = plan["ends"]
-    return {"id": ns.link(src, dst, relation=f"w{worker}", weight=0.5).id}
+    relation = f"r{i % 10}"  # the same link as other workers' i-th calls
+    return {"id": ns.link(src, dst, relation=relation, weight=0.5).id, "relation": relation}
 
 
 def _verify_link(ns: Namespace, plan: Plan, records: list[Record]) -> list[str]:
@@ -314,12 +317,19 @@ def _verify_link(ns: Namespace, plan: Plan, records: list[Record]) -> list[str]:
                 {"ns": ns.id, "src": src, "dst": dst},
             )
         }
-    returned = [r["id"] for r in records]
-    anomalies = []
-    if len(set(returned)) != len(returned):
-        anomalies.append("two link calls returned the same edge")
-    if stored != set(returned):
-        anomalies.append(f"{len(returned)} links returned, {len(stored)} edges stored")
+    by_relation: dict[str, set[int]] = {}
+    for record in records:
+        by_relation.setdefault(record["relation"], set()).add(record["id"])
+    returned = {edge for edges in by_relation.values() for edge in edges}
+    anomalies = [
+        f"{len(edges)} edges returned for identical links ({relation})"
+        for relation, edges in sorted(by_relation.items())
+        if len(edges) != 1
+    ]
+    if len(returned) < len(by_relation):
+        anomalies.append("two different links returned the same edge")
+    if stored != returned:
+        anomalies.append(f"{len(returned)} edges returned, {len(stored)} edges stored")
     return anomalies
 
 
