@@ -91,7 +91,7 @@ def remember(
     with open_store(ctx) as store:
         node = store.namespace(namespace).remember(
             content,
-            kind=cast(Kind, kind),  # checked by MemoryInput, like every field
+            kind=cast("Kind", kind),  # checked by MemoryInput, like every field
             node_type=node_type,
             label=label,
             importance=importance,
