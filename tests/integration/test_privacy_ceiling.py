@@ -40,6 +40,7 @@ from memstore.errors import (
 from memstore.graph.rows import fetch_nodes
 from memstore.lifecycle.review import Review
 from memstore.namespace import Namespace
+from memstore.tiers.keyed import KeyedEntries
 from memstore.tx import NamespaceTransaction
 
 TOKEN = "zebraquill"  # in every field of every secret memory; in nothing public
@@ -63,6 +64,7 @@ WRITES: dict[str, set[str]] = {
     "Procedures": {"add", "add_if_new", "refine", "remove", "record_success"},
     "Consolidation": {"record"},
     "Review": {"accept", "reject"},
+    "KeyedEntries": {"put", "put_many", "forget"},
 }  # fmt: skip
 
 # Public callables that read no memory by themselves, each with the reason.
@@ -76,6 +78,7 @@ HELPERS: dict[str, dict[str, str]] = {
         "plan_recall": "plans a validated RecallQuery, which carries its ceiling",
         "learn_from_recall": "keeps term counts from rows already read",
         "vectors": "embeds text; reads no database",
+        "keyed": "hands out a keyed profile; reads nothing (its reads take the ceiling)",
     },
     "NamespaceTransaction": {
         "raise_missing": "raises the not-found error; reads nothing",
@@ -107,6 +110,7 @@ def _classes() -> dict[str, type]:
     for tier in _tier_classes().values():
         classes[tier.__name__] = tier
     classes["Review"] = Review
+    classes["KeyedEntries"] = KeyedEntries  # ns.keyed(tier): a method, not a tier property
     return classes
 
 
@@ -296,6 +300,12 @@ def _build(store: MemoryStore) -> World:
             data={"messages_consolidated": 1000, "context_length": 9},
         ),
     ).id
+    # Keyed entries (ns.keyed, what the LangGraph adapter writes): one public, one secret.
+    public["note"] = ns.keyed("notes").put("harbour", "harbour notes", data={"v": 1}).id
+    secret["note"] = ns.remember(
+        f"{TOKEN} keyed harbour note",
+        **_secret(tier="notes", label=TOKEN, data={"v": f"{TOKEN} value"}),
+    ).id
     with store.transaction() as conn:
         public_nodes = conn.execute(
             sa.text(
@@ -413,6 +423,12 @@ READS: dict[str, Call] = {
     "Procedures.stats": lambda st, ns, w, kw: ns.procedures.stats("ferry", **kw),
     "Consolidation.history": lambda st, ns, w, kw: ns.consolidation.history(**kw),
     "Consolidation.total": lambda st, ns, w, kw: ns.consolidation.total(**kw),
+    "KeyedEntries.get": lambda st, ns, w, kw: ns.keyed("notes").get([TOKEN, "harbour"], **kw),
+    "KeyedEntries.all": lambda st, ns, w, kw: ns.keyed("notes").all(limit=100, **kw),
+    "KeyedEntries.history": lambda st, ns, w, kw: [
+        ns.keyed("notes").history(TOKEN, **kw),
+        ns.keyed("notes").history("harbour", **kw),
+    ],
     "Review.pending": lambda st, ns, w, kw: ns.review.pending(**kw),
     "Review.get": lambda st, ns, w, kw: [_proposal(ns, p, kw) for p in w.proposals.values()],
 }
