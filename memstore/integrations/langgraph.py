@@ -222,7 +222,7 @@ class MemstoreStore(BaseStore):
     """
 
     supports_ttl: bool = False
-    __slots__ = ("_owned", "_store", "index_config", "mode")
+    __slots__ = ("_store", "index_config", "mode")
 
     def __init__(
         self,
@@ -244,7 +244,6 @@ class MemstoreStore(BaseStore):
             )
         self._store = store
         self.mode: RecallMode = mode
-        self._owned: MemoryStore | None = None
 
     @classmethod
     def from_conn_string(
