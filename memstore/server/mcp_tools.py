@@ -611,7 +611,7 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
             f"Forgot {'memory' if target == 'node' else 'link'} #{id}.",
         )
 
-    @tool(CHANGE)  # each call adds an edge: not idempotent
+    @tool(ADD)  # the same link again returns the edge already written: idempotent
     def memory_link(
         src: MemoryId,
         dst: MemoryId,
