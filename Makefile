@@ -58,7 +58,7 @@ test: lint typecheck
 $(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[neural]' -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[neural,server,langgraph]' -r benchmarks/requirements.txt
 	touch $(BENCH_STAMP)
 
 # Every benchmark on one server (embedded, or MEMSTORE_DATABASE_URL); JSON and

@@ -74,6 +74,8 @@ class Run:
                     self.reports[part][size] = rep
         self.locomo = load(directory, "locomo")
         self.peer_locomo = load(directory, "peer_locomo")
+        self.serve = load(directory, "serve")
+        self.mcp = load(directory, "mcp_recall")
 
     def sizes_of(self, part: str) -> list[int]:
         return sorted(self.by[part])
@@ -296,6 +298,7 @@ def render(results: Path, output: Path, img: Path) -> None:
         activation_section(run),
         context_section(run),
         locomo_section(run, written, rel),
+        serving_section(run),
         growth_section(run),
     ]
     output.write_text("\n".join(s for s in sections if s).rstrip() + "\n")
@@ -329,7 +332,8 @@ def header(run: Run) -> str:
         " [benchmarks/README.md](../benchmarks/README.md). Measurements of earlier sessions"
         " that this suite does not repeat (the LoCoMo fusion-weight sweep and BM25 choice,"
         " activation on LoCoMo, cost breakdowns statement by statement, how the pull got"
-        " faster, the cost of an erasure) are in [benchmark-notes.md](benchmark-notes.md),"
+        " faster, the cost of an erasure, the async API against threads) are in"
+        " [benchmark-notes.md](benchmark-notes.md),"
         " each with its own command.",
     ]
     if failed:
@@ -671,6 +675,60 @@ def adapter_lines(run: Run) -> list[str]:
             lines.append(f"| {pair} | {p50['value']:.2f}× | {p95['value']:.2f}× |")
         lines.append("")
     return lines
+
+
+def serving_section(run: Run) -> str:
+    """`memstore serve` (benchmarks/serve.py) and MCP (benchmarks/mcp_recall.py): what HTTP
+    and MCP add to one recall, measured beside the in-process call in the same run."""
+    http = (run.serve or {}).get("http")
+    mcp = (run.mcp or {}).get("results")
+    if not http and not mcp:
+        return ""
+    lines = ["## Serving: HTTP and MCP", ""]
+    if http:
+        summary, goals = http["summary"], http["goals"]
+        lines += [
+            "Recall (k=10, hybrid) of 10,000 memories through `memstore serve` beside the"
+            " in-process `ns.recall` on the same data (`benchmarks/serve.py`; clients and"
+            " server share the machine's cores):",
+            "",
+            "| path | p50 ms | p95 ms | requests/s |",
+            "|---|---|---|---|",
+        ]
+        for key, label in (
+            ("in_process", "in process"),
+            ("http_1", "HTTP, 1 client"),
+            ("http_8", "HTTP, 8 clients"),
+            ("http_32", "HTTP, 32 clients"),
+        ):
+            row = summary[key]
+            lines.append(
+                f"| {label} | {ms(row['p50_ms'])} | {ms(row['p95_ms'])}"
+                f" | {row['throughput_rps']:.1f} |"
+            )
+        added, scaling = goals["added_p50_at_1_client_ms"], goals["throughput_8_over_1"]
+        lines += [
+            "",
+            f"Added p50 at 1 client: {added['value']:.1f} ms (goal {added['goal']} ms,"
+            f" {status(added['met'])}); throughput at 8 clients over 1: {scaling['value']:.2f}×"
+            f" (goal {scaling['goal']}×, {status(scaling['met'])}); errors:"
+            f" {goals['errors']['value']}.",
+            "",
+        ]
+    if mcp:
+        lines += [
+            f"`memory_recall` over MCP beside the same recall in process and over REST"
+            f" ({run.mcp['memories']:,} memories, {run.mcp['embedder']} embedder,"
+            " `benchmarks/mcp_recall.py`):",
+            "",
+            "| path | p50 ms | p95 ms | added p50 ms |",
+            "|---|---|---|---|",
+        ]
+        for name, row in mcp.items():
+            added_p50 = f"{row['added_p50']:+.1f}" if "added_p50" in row else ""
+            lines.append(f"| {name} | {ms(row['p50'])} | {ms(row['p95'])} | {added_p50} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def figure_note(run: Run, what: str) -> str:

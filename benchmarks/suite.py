@@ -41,7 +41,9 @@ from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
-PARTS = ("peer", "recall_scale", "activation", "context", "locomo")
+PARTS = ("peer", "recall_scale", "activation", "context", "locomo", "serve")
+# Parts measured once per run, at their own size, not at each of --sizes.
+UNSIZED = ("locomo", "serve")
 START = time.perf_counter()
 
 
@@ -173,6 +175,13 @@ def part_commands(
         return [*cmd, "--sizes", str(size)]
     if part == "locomo":
         return [*py, "--embedders", args.embedders, "--database-url", url, "--output", str(out)]
+    if part == "serve":
+        return [
+            *py, "--parts", "http", "--size", "10000", "--queries", "200", "--rounds", "3",
+            "--database-url", url, "--json", str(out),
+        ]  # fmt: skip
+    if part == "mcp_recall":
+        return [*py, "--database-url", url, "--json", str(out)]
     raise ValueError(part)
 
 
@@ -192,10 +201,12 @@ def run(args: argparse.Namespace) -> None:
         meta["server"] = {"description": description, **server_facts(url)}
         # Smallest size first, then LoCoMo, then the larger sizes: a run cut short
         # still leaves a complete small-scale report.
-        sized = [p for p in args.part_list if p != "locomo"]
+        sized = [p for p in args.part_list if p not in UNSIZED]
         jobs: list[tuple[str, int | None]] = [(p, args.size_list[0]) for p in sized]
         jobs += [("peer", None)] if "peer" in args.part_list else []
         jobs += [("locomo", None)] if "locomo" in args.part_list else []
+        if "serve" in args.part_list:  # HTTP and MCP over the same recall, 10k memories
+            jobs += [("serve", None), ("mcp_recall", None)]
         jobs += [(p, size) for size in args.size_list[1:] for p in sized]
         for part, size in jobs:
             name = f"{part}_{size}" if size else f"{part}_locomo" if part == "peer" else part
