@@ -100,7 +100,7 @@ def test_default_and_extended_tool_sets(ns):
     assert by_name["memory_forget"].annotations.destructive_hint is True
     assert by_name["memory_remember"].annotations.read_only_hint is False
     assert by_name["memory_remember"].annotations.idempotent_hint is True  # same content, same id
-    assert by_name["memory_link"].annotations.idempotent_hint is True  # the same link, the same edge
+    assert by_name["memory_link"].annotations.idempotent_hint is True  # same link, same edge
 
 
 def test_build_mcp_refuses_an_unknown_tool_set(ns):
