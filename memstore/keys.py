@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from memstore.db.schema import API_SCOPES, api_key_revocations, api_keys
 from memstore.db.transaction import transaction
 from memstore.errors import AuthenticationError, InvalidInputError, KeyNotFoundError
-from memstore.namespace import check_namespace_name
+from memstore.services.scope import check_namespace_name
 
 KEY_MARKER = "msk_"
 # Characters of the random part kept in clear to find a key's row: 72 bits, so

@@ -44,7 +44,7 @@ FORBIDDEN = {
     "config": ("memstore.db", *CORE, *SERVICES),
     "services": ("memstore.namespace", "memstore.store", "memstore.cli"),
     # API keys are a service over db; the server is a shell like the CLI.
-    "keys": ("memstore.store", "memstore.cli", "memstore.server"),
+    "keys": ("memstore.namespace", "memstore.store", "memstore.cli", "memstore.server"),
     "server": ("memstore.cli",),
 }
 
