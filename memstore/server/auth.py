@@ -50,6 +50,7 @@ class Principal:
 
     @classmethod
     def of(cls, holder: KeyHolder) -> Principal:
+        """The principal of a key the store has checked."""
         return cls(
             key_id=holder.id,
             name=holder.name,
@@ -76,6 +77,7 @@ class Principal:
         return False
 
     def has(self, scope: str) -> bool:
+        """Whether the key grants ``scope`` (directly or implied)."""
         return scope in self.granted
 
     def require(self, scope: str) -> None:
@@ -127,6 +129,7 @@ class KeyCache:
         return hashlib.sha256(authorization.encode()).digest()
 
     def get(self, authorization: str | None) -> Principal | None:
+        """The principal checked for this header within ``ttl`` seconds, if any."""
         if self.ttl <= 0 or not authorization:
             return None
         digest = self._digest(authorization)
@@ -142,6 +145,7 @@ class KeyCache:
             return principal
 
     def put(self, authorization: str | None, principal: Principal) -> None:
+        """Keep the principal just checked for this header."""
         if self.ttl <= 0 or not authorization:
             return
         with self._lock:

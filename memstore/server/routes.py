@@ -58,6 +58,8 @@ class BatchRequest(BaseModel):
 
 
 class BatchResult(BaseModel):
+    """``POST /memories/batch``: the ids of the memories remembered (or already held)."""
+
     ids: list[int]
     """The node ids, in input order."""
 
@@ -77,6 +79,8 @@ class ReviseRequest(BaseModel):
 
 
 class ForgetRequest(BaseModel):
+    """``POST /memories/{id}/forget``: why (kept with the tombstone), and who."""
+
     model_config = ConfigDict(extra="forbid")
 
     reason: Reason
@@ -84,6 +88,8 @@ class ForgetRequest(BaseModel):
 
 
 class Forgotten(BaseModel):
+    """A forgotten memory: its id and the tombstone that now stands for it."""
+
     id: int
     """The memory forgotten."""
     tombstone_id: int
@@ -91,6 +97,8 @@ class Forgotten(BaseModel):
 
 
 class RedactRequest(BaseModel):
+    """``POST /memories/{id}/redact``: why, who, and every version (``all``) or this one."""
+
     model_config = ConfigDict(extra="forbid")
 
     reason: Reason
@@ -130,18 +138,24 @@ class SleepRequest(BaseModel):
 
 
 class AcceptRequest(BaseModel):
+    """``POST /proposals/{id}/accept``: an optional note kept with the decision."""
+
     model_config = ConfigDict(extra="forbid")
 
     note: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
 
 
 class RejectRequest(BaseModel):
+    """``POST /proposals/{id}/reject``: why (kept with the decision)."""
+
     model_config = ConfigDict(extra="forbid")
 
     reason: Reason
 
 
 class Ready(BaseModel):
+    """``GET /readyz``: the database answered and its schema is the package's."""
+
     status: Literal["ready"] = "ready"
     schema_revision: str | None
 
