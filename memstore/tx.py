@@ -288,6 +288,15 @@ class NamespaceTransaction:
         for end in (link.src, link.dst):
             if end not in ends:
                 self.raise_missing(end, edge=True)
+        values = link.model_dump()
+        existing = find_edge(self.conn, self.id, values)
+        if existing is not None:
+            # The same link again (a script run twice, two agents recording one
+            # association) is the edge already written, not a second one — even
+            # when an end has been revised or forgotten since: nothing is written,
+            # and a re-run of the script that made it must succeed.
+            return fetch_edges(self.conn, self.id, self.name, [existing])[existing]
+        for end in (link.src, link.dst):
             if ends[end].status in (NodeStatus.TOMBSTONED, NodeStatus.REDACTED):
                 raise NodeTombstonedError(
                     f"node {end} is {ends[end].status.value}: it cannot be linked",
@@ -301,12 +310,6 @@ class NamespaceTransaction:
                 f"node {link.dst} is protected: only ns.cultivate(...) may link into it",
                 node_id=link.dst,
             )
-        values = link.model_dump()
-        existing = find_edge(self.conn, self.id, values)
-        if existing is not None:
-            # The same link again (a script run twice, two agents recording one
-            # association) is the edge already written, not a second one.
-            return fetch_edges(self.conn, self.id, self.name, [existing])[existing]
         edge_id = insert_edge(self.conn, self.id, values)
         self._audited("link", link.dst, edge_id, protected=protected)
         return fetch_edges(self.conn, self.id, self.name, [edge_id])[edge_id]
