@@ -61,6 +61,24 @@ def test_the_same_link_twice_is_one_edge(ns, database_url):
     assert edge_rows(database_url, ns.id) == 1
 
 
+def test_the_same_link_after_an_end_was_revised_or_forgotten_is_still_its_edge(ns, database_url):
+    """A script that remembers, links and revises runs twice (docs/recall.md's first
+    example): the second run's link names ends that are no longer current, and gets
+    the edge it made the first time; a *new* link to such an end is still refused."""
+    moved, home = ns.remember("Alice moved in May"), ns.remember("Alice lives in Lisbon")
+    edge = ns.link(moved.id, home.id, relation="supports", weight=0.9)
+    porto = ns.revise(home.id, "Alice lives in Porto", reason="she moved again")
+    ns.forget(moved.id, reason="wrong month")
+    before = row_counts(database_url)
+    assert ns.link(moved.id, home.id, relation="supports", weight=0.9) == edge
+    assert row_counts(database_url) == before
+    with pytest.raises(NodeSupersededError, match=f"current version is node {porto.id}"):
+        ns.link(porto.id, home.id, relation="supports", weight=0.9)
+    with pytest.raises(NodeTombstonedError):
+        ns.link(moved.id, home.id, relation="supports", weight=0.8)
+    assert row_counts(database_url) == before
+
+
 @pytest.mark.parametrize(
     "change",
     [
