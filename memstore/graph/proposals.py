@@ -74,6 +74,21 @@ def proposal_rows(
     return list(conn.execute(query).mappings())
 
 
+def pending_proposal(conn: Connection, namespace_id: int, operation: dict[str, Any]) -> int | None:
+    """The oldest pending proposal of exactly this operation, if one waits."""
+    found = conn.execute(
+        sa.select(proposals.c.id)
+        .where(
+            proposals.c.namespace_id == namespace_id,
+            proposals.c.status == "pending",
+            proposals.c.operation == sa.cast(operation, JSONB),
+        )
+        .order_by(proposals.c.id)
+        .limit(1)
+    ).scalar_one_or_none()
+    return None if found is None else int(found)
+
+
 def insert_proposal(
     conn: Connection,
     namespace_id: int,

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, assert_never
 
 from memstore.graph.entries import current_entries
-from memstore.graph.proposals import decide_proposal, insert_proposal, write_operations
+from memstore.graph.proposals import (
+    decide_proposal,
+    insert_proposal,
+    pending_proposal,
+    write_operations,
+)
 from memstore.graph.rows import fetch_nodes
 from memstore.law.law import judge
 from memstore.law.ops import (
@@ -525,11 +530,21 @@ class Applying:
     # --- review ---------------------------------------------------------------------------
 
     def propose(self, op: Propose) -> Written:
-        """A pending row of memstore.proposals."""
+        """A pending row of memstore.proposals, or the one already waiting.
+
+        The same operation proposed again while it waits (a nightly sleep
+        that sees the same pattern) is the queued proposal, not a second one.
+        Batches of a namespace are applied one at a time, so two identical
+        proposals cannot both pass this look.
+        """
+        operation = op.operation.model_dump(mode="json", exclude={"embedding"})
+        waiting = pending_proposal(self.tx.conn, self.tx.id, operation)
+        if waiting is not None:
+            return Written.of(proposal_id=waiting)
         proposal_id = insert_proposal(
             self.tx.conn,
             self.tx.id,
-            operation=op.operation.model_dump(mode="json", exclude={"embedding"}),
+            operation=operation,
             rationale=op.rationale,
             evidence=list(op.evidence),
             proposed_by=self.actor,

@@ -358,6 +358,36 @@ def test_review_queue_accepts_through_the_law_and_decides_once(ns):
         ns.review.get(10**12)
 
 
+def test_the_same_operation_proposed_while_it_waits_is_one_proposal(ns, database_url):
+    """A nightly sleep that sees the same pattern again does not queue it twice;
+    once decided, proposing it again is a new proposal."""
+    crystallize = {"op": "crystallize_identity", "anatomy": anatomy("self"), "content": "I rest"}
+
+    def propose(rationale: str) -> int:
+        proposed = ns.apply(
+            [
+                {
+                    "op": "propose",
+                    "operation": crystallize,
+                    "rationale": rationale,
+                    "evidence": ["t:1"],
+                }
+            ],
+            phase="sleep",
+            actor="sleeper",
+        )
+        assert proposed.applied, proposed.summary()
+        return int(proposed.results[0].proposal_id)
+
+    first = propose("seen on Monday")
+    proposals_before = row_counts(database_url)["proposals"]
+    assert propose("seen again on Tuesday") == first
+    assert row_counts(database_url)["proposals"] == proposals_before
+    assert [p.rationale for p in ns.review.pending()] == ["seen on Monday"]
+    ns.review.reject(first, reviewer="alice", reason="not yet")
+    assert propose("seen on Wednesday") != first
+
+
 def test_accepting_a_proposal_the_law_now_rejects_leaves_it_pending(ns, database_url):
     node_id = durable(ns)
     retire = {"op": "retire_durable", "node_id": node_id, "reason": "obsolete"}
