@@ -269,9 +269,7 @@ def upgrade() -> None:
             "activations >= 1", name=op.f("ck_activation_summaries_activations_positive")
         ),
         _node_fk("activation_summaries", "node_id"),
-        sa.PrimaryKeyConstraint(
-            "namespace_id", "day", "node_id", name="pk_activation_summaries"
-        ),
+        sa.PrimaryKeyConstraint("namespace_id", "day", "node_id", name="pk_activation_summaries"),
         schema="memstore",
     )
     op.create_table(
@@ -291,9 +289,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("namespace_id", "id", name="pk_maintenance_runs"),
         schema="memstore",
     )
-    op.create_index(
-        "ix_activations_at", "activations", ["namespace_id", "at"], schema="memstore"
-    )
+    op.create_index("ix_activations_at", "activations", ["namespace_id", "at"], schema="memstore")
     op.execute(MAINTENANCE_SQL)
 
 
