@@ -55,10 +55,12 @@ if TYPE_CHECKING:
     from memstore.tiers.consolidation import Consolidation as Consolidation
     from memstore.tiers.context import ContextPacket as ContextPacket
     from memstore.tiers.keyed import KeyedEntries as KeyedEntries
+    from memstore.services.maintenance import MaintenanceReport as MaintenanceReport
     from memstore.tiers.lessons import DecayResult as DecayResult
     from memstore.tiers.lessons import Lesson as Lesson
     from memstore.tiers.lessons import Lessons as Lessons
     from memstore.tiers.procedures import Procedures as Procedures
+    from memstore.tiers.procedures import ProcedureOutcome as ProcedureOutcome
     from memstore.tiers.procedures import ProcedureStats as ProcedureStats
     from memstore.tiers.procedures import ProcedureStep as ProcedureStep
     from memstore.tiers.scratchpad import Scratchpad as Scratchpad
@@ -109,6 +111,8 @@ _LAZY = {
     "Phase": "memstore.law.ops",
     "Policy": "memstore.law.policy",
     "ProcedureStats": "memstore.tiers.procedures",
+    "ProcedureOutcome": "memstore.tiers.procedures",
+    "MaintenanceReport": "memstore.services.maintenance",
     "ProcedureStep": "memstore.tiers.procedures",
     "Procedures": "memstore.tiers.procedures",
     "Proposal": "memstore.law.receipt",

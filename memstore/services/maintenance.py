@@ -156,7 +156,7 @@ class Maintainer:
                 started = time.perf_counter()
                 decayed, retired = 0, []
                 if steps:
-                    result = self.lessons.decay_in(tx, lesson_decay**steps, lesson_min_confidence)
+                    result = self.lessons._decay_in(tx, lesson_decay**steps, lesson_min_confidence)
                     decayed, retired = result.decayed, result.retired
                 timings["lessons"] = _ms(started)
 

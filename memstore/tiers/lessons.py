@@ -223,7 +223,7 @@ class Lessons:
         factor = unit(factor, "factor")
         min_confidence = unit(min_confidence, "min_confidence")
         with self.ns.transaction() as tx:
-            return self.decay_in(tx, factor, min_confidence)
+            return self._decay_in(tx, factor, min_confidence)
 
     # --- reading ----------------------------------------------------------------
 
@@ -358,7 +358,7 @@ class Lessons:
             for row in lesson_rows(conn, self.ns.id, LESSONS, LESSON_TYPE, **only)
         ]
 
-    def decay_in(
+    def _decay_in(
         self, tx: NamespaceTransaction, factor: float, min_confidence: float
     ) -> DecayResult:
         """:meth:`decay_unused` inside ``tx`` (a maintenance pass's), with checked numbers."""
