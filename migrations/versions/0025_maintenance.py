@@ -198,6 +198,25 @@ DROP FUNCTION memstore.summarise_activations(bigint, timestamptz);
 """
 
 
+# Handing memstore.summarise_activations to memstore_maintainer needs that role
+# to have CREATE on the schema (PostgreSQL asks it of a new owner); a
+# non-superuser migrating role grants it for the hand-over only, as 0017 does.
+# The role must exist before it can be lent CREATE (the SQL below creates it
+# too, where the migrating role may: `memstore db roles --apply` creates it
+# first in a deploy).
+ROLE_SQL = r"""
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memstore_maintainer') THEN
+        CREATE ROLE memstore_maintainer NOLOGIN;
+    END IF;
+END;
+$$;
+"""
+LEND_CREATE = "GRANT CREATE ON SCHEMA memstore TO memstore_maintainer"
+TAKE_CREATE_BACK = "REVOKE CREATE ON SCHEMA memstore FROM memstore_maintainer"
+
+
 def _recorded_at(name: str = "recorded_at") -> sa.Column[object]:
     return sa.Column(
         name, sa.TIMESTAMP(timezone=True), server_default=sa.text("now()"), nullable=False
@@ -290,7 +309,10 @@ def upgrade() -> None:
         schema="memstore",
     )
     op.create_index("ix_activations_at", "activations", ["namespace_id", "at"], schema="memstore")
+    op.execute(ROLE_SQL)
+    op.execute(LEND_CREATE)
     op.execute(MAINTENANCE_SQL)
+    op.execute(TAKE_CREATE_BACK)
 
 
 def downgrade() -> None:
