@@ -3,6 +3,8 @@ version, role scopes — on real PostgreSQL."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memstore.errors import InvalidInputError, NodeNotFoundError
@@ -122,3 +124,14 @@ def test_bad_roles_are_refused(ns, database_url):
     with pytest.raises(InvalidInputError):
         ns.recall_context("release", 1000, role="")
     assert row_counts(database_url) == before
+
+
+def test_the_docs_example_serves_what_it_says(ns):
+    # docs/tiers.md, "Which version a packet serves": the block runs as written.
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tiers.md").read_text()
+    block = text.split("**Which version a packet serves.**", 1)[1]
+    code = block.split("```python\n", 1)[1].split("```", 1)[0]
+    *statements, last, expected = code.rstrip("\n").split("\n")
+    scope: dict[str, object] = {"ns": ns}
+    exec("\n".join(statements), scope)
+    assert repr(eval(last, scope)) == expected.split("#", 1)[1].split("--")[0].strip()
