@@ -51,16 +51,16 @@ if TYPE_CHECKING:
     from memstore.models import ScoreParts as ScoreParts
     from memstore.models import StoreStatus as StoreStatus
     from memstore.namespace import Namespace as Namespace
+    from memstore.services.maintenance import MaintenanceReport as MaintenanceReport
     from memstore.store import MemoryStore as MemoryStore
     from memstore.tiers.consolidation import Consolidation as Consolidation
     from memstore.tiers.context import ContextPacket as ContextPacket
     from memstore.tiers.keyed import KeyedEntries as KeyedEntries
-    from memstore.services.maintenance import MaintenanceReport as MaintenanceReport
     from memstore.tiers.lessons import DecayResult as DecayResult
     from memstore.tiers.lessons import Lesson as Lesson
     from memstore.tiers.lessons import Lessons as Lessons
-    from memstore.tiers.procedures import Procedures as Procedures
     from memstore.tiers.procedures import ProcedureOutcome as ProcedureOutcome
+    from memstore.tiers.procedures import Procedures as Procedures
     from memstore.tiers.procedures import ProcedureStats as ProcedureStats
     from memstore.tiers.procedures import ProcedureStep as ProcedureStep
     from memstore.tiers.scratchpad import Scratchpad as Scratchpad

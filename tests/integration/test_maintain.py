@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import psycopg
 import pytest
@@ -129,9 +129,9 @@ def test_decay_is_due_in_whole_periods(ns):
 
 
 def test_due_steps_counts_whole_periods():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    t = datetime(2026, 1, 8, 12, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 8, 12, tzinfo=UTC)
     day = timedelta(days=1)
     assert due_steps(None, t, day) == (1, t)
     assert due_steps(t - timedelta(hours=23), t, day) == (0, t - timedelta(hours=23))
@@ -200,7 +200,7 @@ def test_concurrent_passes_take_turns_and_decay_once(ns, database_url):
     def run() -> None:
         try:
             reports.append(ns.maintain())
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(3)]
