@@ -89,9 +89,67 @@ CREATE OR REPLACE TRIGGER stamp_time BEFORE INSERT ON memstore.maintenance_runs
     FOR EACH ROW EXECUTE FUNCTION memstore.stamp_recorded_at();
 
 -- The append-only law for the new truth tables (sql/01_append_only.sql).
+-- procedure_outcomes hold a caller's words about a procedure version and its
+-- episode (note, run id, actor): an erasure of either blanks them
+-- (sql/03_redaction.sql), recognised like the erasure's other UPDATEs by the
+-- role it runs as and by writing exactly these values.
+GRANT SELECT, UPDATE ON memstore.procedure_outcomes TO memstore_redactor;
+
+CREATE OR REPLACE FUNCTION memstore.erased_outcome(p_row jsonb) RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT jsonb_build_object(
+        'note', NULL,
+        'episode_run', CASE WHEN p_row->>'episode_run' IS NULL THEN NULL ELSE 'redacted' END,
+        'actor', memstore.erased_text((p_row->>'namespace_id')::bigint, p_row->>'actor'))
+$$;
+REVOKE ALL ON FUNCTION memstore.erased_outcome(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION memstore.erased_outcome(jsonb) TO memstore_redactor;
+
+CREATE OR REPLACE FUNCTION memstore.guard_outcome_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_user = 'memstore_redactor' THEN
+        IF to_jsonb(NEW) = to_jsonb(OLD) || memstore.erased_outcome(to_jsonb(OLD)) THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    RAISE EXCEPTION USING
+        ERRCODE = 'MS001',
+        MESSAGE = format('UPDATE on %s refused: procedure outcomes are append-only:'
+                         ' record a new outcome', TG_TABLE_NAME),
+        HINT = 'record a new outcome',
+        SCHEMA = TG_TABLE_SCHEMA,
+        TABLE = TG_TABLE_NAME;
+END;
+$$;
+
 CREATE OR REPLACE TRIGGER no_update BEFORE UPDATE ON memstore.procedure_outcomes
-    FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
-        'procedure outcomes are append-only: record a new outcome');
+    FOR EACH ROW EXECUTE FUNCTION memstore.guard_outcome_update();
+
+-- Each new erasure record (one per erased version, written by
+-- memstore.redact_lineage as memstore_redactor) blanks the outcomes of that
+-- version and the outcomes whose episode it was.
+CREATE OR REPLACE FUNCTION memstore.erase_outcomes() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE memstore.procedure_outcomes o
+    SET note = NULL,
+        episode_run = CASE WHEN o.episode_run IS NULL THEN NULL ELSE 'redacted' END,
+        actor = memstore.erased_text(o.namespace_id, o.actor)
+    WHERE o.namespace_id = NEW.namespace_id
+      AND (o.node_id = NEW.node_id OR o.episode_node_id = NEW.node_id)
+      AND (o.note IS NOT NULL OR o.episode_run IS DISTINCT FROM 'redacted'
+           OR o.actor IS DISTINCT FROM memstore.erased_text(o.namespace_id, o.actor));
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER erase_outcomes AFTER INSERT ON memstore.redactions
+    FOR EACH ROW EXECUTE FUNCTION memstore.erase_outcomes();
 CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.procedure_outcomes
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
         'procedure outcomes are append-only: record a new outcome');
@@ -192,6 +250,8 @@ CREATE OR REPLACE TRIGGER no_delete BEFORE DELETE ON memstore.activations
     FOR EACH ROW EXECUTE FUNCTION memstore.refuse_change(
         'activations are append-only: the access log is never rewritten; learned numbers live in node_state');
 DROP FUNCTION memstore.guard_telemetry_delete();
+DROP TRIGGER erase_outcomes ON memstore.redactions;
+DROP FUNCTION memstore.erase_outcomes();
 REVOKE ALL ON memstore.activations FROM memstore_maintainer;
 REVOKE USAGE ON SCHEMA memstore FROM memstore_maintainer;
 DROP FUNCTION memstore.summarise_activations(bigint, timestamptz);
@@ -323,3 +383,5 @@ def downgrade() -> None:
     op.drop_table("procedure_roles", schema="memstore")
     op.drop_index("ix_procedure_outcomes_node", table_name="procedure_outcomes", schema="memstore")
     op.drop_table("procedure_outcomes", schema="memstore")
+    op.execute("DROP FUNCTION memstore.guard_outcome_update()")
+    op.execute("DROP FUNCTION memstore.erased_outcome(jsonb)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memstore.errors import InvalidInputError, NodeNotFoundError
@@ -135,3 +136,34 @@ def test_the_docs_example_serves_what_it_says(ns):
     scope: dict[str, object] = {"ns": ns}
     exec("\n".join(statements), scope)
     assert repr(eval(last, scope)) == expected.split("#", 1)[1].split("--")[0].strip()
+
+
+def test_an_erasure_blanks_the_words_of_the_outcomes_it_touches(ns, database_url):
+    release = _release(ns)
+    turn = ns.remember("Alice's deploy on her laptop failed", kind="episodic")
+    about_turn = ns.procedures.record_outcome("release", False, episode=turn.id, note="Alice")
+    other = ns.procedures.record_outcome("release", True, episode="run-alice", note="kept")
+    ns.redact(turn.id, reason="personal data")
+    by_id = {o.id: o for o in ns.procedures.outcomes("release")}
+    assert by_id[about_turn.id].note is None
+    assert by_id[about_turn.id].actor.startswith("erased:")
+    assert by_id[other.id].note == "kept"  # another episode: untouched
+    ns.redact(release.id, reason="personal data")
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT note, episode_run FROM memstore.procedure_outcomes"
+            " WHERE namespace_id = %s ORDER BY id",
+            (ns.id,),
+        ).fetchall()
+    assert rows == [(None, None), (None, "redacted")]
+
+
+def test_an_outcome_cannot_be_rewritten(ns, conn):
+    _release(ns)
+    outcome = ns.procedures.record_outcome("release", True, note="fine")
+    with pytest.raises(psycopg.Error) as caught:
+        conn.execute(
+            "UPDATE memstore.procedure_outcomes SET note = NULL WHERE namespace_id = %s AND id = %s",
+            (ns.id, outcome.id),
+        )
+    assert "record a new outcome" in (caught.value.diag.message_primary or "")
