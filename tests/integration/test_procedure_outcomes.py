@@ -163,7 +163,8 @@ def test_an_outcome_cannot_be_rewritten(ns, conn):
     outcome = ns.procedures.record_outcome("release", True, note="fine")
     with pytest.raises(psycopg.Error) as caught:
         conn.execute(
-            "UPDATE memstore.procedure_outcomes SET note = NULL WHERE namespace_id = %s AND id = %s",
+            "UPDATE memstore.procedure_outcomes SET note = NULL"
+            " WHERE namespace_id = %s AND id = %s",
             (ns.id, outcome.id),
         )
     assert "record a new outcome" in (caught.value.diag.message_primary or "")
