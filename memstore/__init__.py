@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from memstore.models import ScoreParts as ScoreParts
     from memstore.models import StoreStatus as StoreStatus
     from memstore.namespace import Namespace as Namespace
+    from memstore.services.maintenance import MaintenanceReport as MaintenanceReport
     from memstore.store import MemoryStore as MemoryStore
     from memstore.tiers.consolidation import Consolidation as Consolidation
     from memstore.tiers.context import ContextPacket as ContextPacket
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from memstore.tiers.lessons import DecayResult as DecayResult
     from memstore.tiers.lessons import Lesson as Lesson
     from memstore.tiers.lessons import Lessons as Lessons
+    from memstore.tiers.procedures import ProcedureOutcome as ProcedureOutcome
     from memstore.tiers.procedures import Procedures as Procedures
     from memstore.tiers.procedures import ProcedureStats as ProcedureStats
     from memstore.tiers.procedures import ProcedureStep as ProcedureStep
@@ -109,6 +111,8 @@ _LAZY = {
     "Phase": "memstore.law.ops",
     "Policy": "memstore.law.policy",
     "ProcedureStats": "memstore.tiers.procedures",
+    "ProcedureOutcome": "memstore.tiers.procedures",
+    "MaintenanceReport": "memstore.services.maintenance",
     "ProcedureStep": "memstore.tiers.procedures",
     "Procedures": "memstore.tiers.procedures",
     "Proposal": "memstore.law.receipt",

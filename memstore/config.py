@@ -140,3 +140,44 @@ class Settings(BaseSettings):
             " (neural embedder): one run over 8 short texts costs about a third of 8 runs."
         ),
     )
+    activation_retention_days: float = Field(
+        default=30.0,
+        ge=0.0,
+        le=36500.0,
+        description=(
+            "How long `memstore maintain` keeps rows of the activation log (telemetry);"
+            " older rows are summarised per day and node into activation_summaries, then"
+            " removed. Truth tables are never pruned."
+        ),
+    )
+    maintain_decay_period_hours: float = Field(
+        default=24.0,
+        gt=0.0,
+        le=24.0 * 3650,
+        description=(
+            "One decay step of `memstore maintain` per this many hours since the last one"
+            " (lesson confidence, Hebbian weights); a pass applies only the steps due, so"
+            " a second pass at once changes nothing."
+        ),
+    )
+    maintain_lesson_decay: float = Field(
+        default=0.95,
+        ge=0.0,
+        le=1.0,
+        description="Factor one decay step multiplies a never-applied lesson's confidence by.",
+    )
+    maintain_lesson_min_confidence: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="A never-applied lesson decayed below this confidence is retired (tombstoned).",
+    )
+    maintain_hebbian_decay: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Factor one decay step multiplies the learned (Hebbian) weight of an edge not"
+            " fired within the decay period by."
+        ),
+    )

@@ -38,6 +38,7 @@ from memstore.models import (
 from memstore.recall.query import Fusion
 from memstore.services.activation import Activator
 from memstore.services.ingest import Ingester
+from memstore.services.maintenance import Maintainer, MaintainRequest, MaintenanceReport
 from memstore.services.recall import Recaller
 from memstore.services.scope import Scope, check_namespace_name, checked_ceiling
 from memstore.tiers import context, summary
@@ -260,6 +261,7 @@ class Namespace:
         token_counter: TokenCounter | None = None,
         session_id: str | None = None,
         privacy_ceiling: int | None = None,
+        role: str | None = None,
     ) -> ContextPacket:
         """A token-budgeted context packet for ``query`` (docs/tiers.md).
 
@@ -269,7 +271,10 @@ class Namespace:
         leaves unused flows to the others; ``token_counter`` (default: four
         characters a token) counts the rendered text, which never exceeds
         ``budget_tokens``. No section holds a memory above ``privacy_ceiling``
-        (default: the store's ``privacy_ceiling`` setting).
+        (default: the store's ``privacy_ceiling`` setting). With a ``role``, the
+        procedures section holds only procedures scoped to that role or to none;
+        of each procedure it serves the version with the best record
+        (``ns.procedures.record_outcome``; docs/tiers.md).
         """
         values: dict[str, Any] = {} if allocation is None else {"allocation": allocation}
         request = validated(
@@ -278,6 +283,7 @@ class Namespace:
             budget_tokens=budget_tokens,
             session_id=session_id,
             privacy_ceiling=self._scope.ceiling(privacy_ceiling),
+            role=role,
             **values,
         )
         if token_counter is not None and not callable(token_counter):
@@ -639,7 +645,6 @@ class Namespace:
             self._scope.engine, self.id, self.embedder, batch_size=batch_size, progress=progress
         )
 
-
     # --- listing (appended: the REST API's GET /memories) ------------------------------
 
     def list_memories(
@@ -676,6 +681,53 @@ class Namespace:
         'color'
         """
         return KeyedEntries(self._scope, tier)
+
+    # --- maintenance (docs/operations.md, "Maintenance") --------------------------------
+
+    def maintain(
+        self,
+        *,
+        dry_run: bool = False,
+        retention: timedelta | None = None,
+        decay_period: timedelta | None = None,
+    ) -> MaintenanceReport:
+        """One maintenance pass: lesson decay, Hebbian decay, telemetry retention.
+
+        Decay is applied in whole steps, one per ``decay_period`` (default: the
+        ``maintain_decay_period_hours`` setting) since the last step, with the
+        ``maintain_*`` factors of the settings; the activation log's rows older
+        than ``retention`` (default: ``activation_retention_days``) are
+        summarised into ``activation_summaries`` and removed. Truth tables are
+        never touched. One transaction under the namespace's maintenance lock:
+        a concurrent pass waits, then finds nothing due; a second pass at once
+        changes nothing. ``dry_run`` reports what would change and rolls back.
+
+        >>> ns.maintain(dry_run=True).dry_run                    # doctest: +SKIP
+        True
+        """
+        settings = self._scope.settings
+        request = validated(
+            MaintainRequest,
+            dry_run=dry_run,
+            retention=(
+                timedelta(days=settings.activation_retention_days)
+                if retention is None
+                else retention
+            ),
+            decay_period=(
+                timedelta(hours=settings.maintain_decay_period_hours)
+                if decay_period is None
+                else decay_period
+            ),
+        )
+        return Maintainer(self._scope, self.lessons).run(
+            dry_run=request.dry_run,
+            retention=request.retention,
+            period=request.decay_period,
+            lesson_decay=settings.maintain_lesson_decay,
+            lesson_min_confidence=settings.maintain_lesson_min_confidence,
+            hebbian_decay=settings.maintain_hebbian_decay,
+        )
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

@@ -267,6 +267,29 @@ class Seed:
             " (%s, %s, 'test-3d', 3, '[0.3, 0.2, 0.1]', '\\x00')",
             (ns, self.home, ns, self.phone),
         )
+        self.outcome = self._one(
+            conn,
+            "INSERT INTO memstore.procedure_outcomes (namespace_id, node_id, success, actor)"
+            " VALUES (%s, %s, true, 'seed') RETURNING id",
+            (ns, self.home),
+        )
+        conn.execute(
+            "INSERT INTO memstore.procedure_roles (namespace_id, node_id, role)"
+            " VALUES (%s, %s, 'reviewer')",
+            (ns, self.home),
+        )
+        conn.execute(
+            "INSERT INTO memstore.activation_summaries (namespace_id, day, node_id, activations,"
+            " strength_sum, strength_max, first_at, last_at)"
+            " VALUES (%s, current_date, %s, 1, 0.7, 0.7, now(), now())",
+            (ns, self.home),
+        )
+        self.maintenance_run = self._one(
+            conn,
+            "INSERT INTO memstore.maintenance_runs (namespace_id, decay_steps, report)"
+            " VALUES (%s, 1, '{}') RETURNING id",
+            (ns,),
+        )
         # redact_node runs as memstore_redactor, which row-level security
         # confines to the namespace the transaction declares.
         with conn.transaction():

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from memstore.cli import activation, lifecycle, memory, tiers
+from memstore.cli import activation, lifecycle, maintenance, memory, tiers
 from memstore.cli import mcp as mcp_command
 from memstore.cli import server as server_cli
 from memstore.cli.common import (
@@ -52,6 +52,7 @@ tiers.register(app)
 lifecycle.register(app)
 server_cli.register(app)
 mcp_command.register(app)
+maintenance.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

@@ -31,11 +31,18 @@ def context(
     session: Annotated[str | None, typer.Option(help="Recent turns of this session.")] = None,
     privacy_ceiling: CeilingOption = None,
     as_json: JsonOption = False,
+    role: Annotated[
+        str | None, typer.Option(help="Serve only procedures for this role (or for any).")
+    ] = None,
 ) -> None:
     """Print the token-budgeted context packet for a query (prompt-ready text, or --json)."""
     with open_store(ctx) as store:
         packet = store.namespace(namespace).recall_context(
-            query, budget_tokens=budget, session_id=session, privacy_ceiling=privacy_ceiling
+            query,
+            budget_tokens=budget,
+            session_id=session,
+            privacy_ceiling=privacy_ceiling,
+            role=role,
         )
     if as_json:
         print_json(packet)
@@ -214,6 +221,75 @@ def procedures_show(
         out.print(
             Text.assemble((f"node {node.id}", "bold"), f" ({node.status.value})\n{node.content}\n")
         )
+
+
+@procedures_app.command("outcome")
+def procedures_outcome(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The procedure's name (its current version).")],
+    success: Annotated[
+        bool, typer.Option("--success/--failure", help="Whether it worked.", show_default=False)
+    ],
+    namespace: NamespaceOption = "default",
+    episode: Annotated[
+        str | None, typer.Option(help="The episode: a node id (digits) or a run id.")
+    ] = None,
+    note: Annotated[str | None, typer.Option(help="What happened.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Record that a procedure worked or failed, with the episode that showed it."""
+    episode_of: int | str | None = episode
+    if episode is not None and episode.isascii() and episode.isdigit():
+        episode_of = int(episode)
+    with open_store(ctx) as store:
+        outcome = store.namespace(namespace).procedures.record_outcome(
+            name, success, episode=episode_of, note=note
+        )
+    if as_json:
+        print_json(outcome)
+        return
+    verdict = "success" if outcome.success else "failure"
+    out.print(f"recorded {verdict} #{outcome.id} of {name!r} (version {outcome.node_id})")
+
+
+@procedures_app.command("outcomes")
+def procedures_outcomes(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The procedure's name.")],
+    namespace: NamespaceOption = "default",
+    only: Annotated[
+        str | None,
+        typer.Option(help="'golden' (successes) or 'rejected' (failures); unset: both."),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 100,
+    privacy_ceiling: CeilingOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List a procedure's recorded outcomes over all its versions, newest first."""
+    if only not in (None, "golden", "rejected"):
+        raise InvalidInputError("--only must be 'golden' or 'rejected'", field="only")
+    success = None if only is None else only == "golden"
+    with open_store(ctx) as store:
+        found = store.namespace(namespace).procedures.outcomes(
+            name, success=success, limit=limit, privacy_ceiling=privacy_ceiling
+        )
+    if as_json:
+        print_json(found)
+        return
+    table = Table("id", "version", "outcome", "episode", "note", "at")
+    for item in found:
+        episode = item.episode_run or (
+            "" if item.episode_node_id is None else f"node {item.episode_node_id}"
+        )
+        table.add_row(
+            str(item.id),
+            str(item.node_id),
+            "success" if item.success else "failure",
+            episode,
+            item.note or "",
+            f"{item.recorded_at:%Y-%m-%d %H:%M}",
+        )
+    out.print(table)
 
 
 def _steps(text: str) -> list[dict[str, str]]:

@@ -55,6 +55,9 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     # a presented key through memstore.authenticate_key and reads nothing else.
     "api_keys": (),
     "api_key_revocations": (),
+    # Summaries are written only by memstore.summarise_activations (SECURITY
+    # DEFINER, owned by memstore_maintainer, sql/11_maintenance.sql).
+    "activation_summaries": ("SELECT",),
 }
 
 # The views and the tables beneath them (security_invoker needs both).
@@ -92,6 +95,7 @@ APP_FUNCTIONS = (
     "memstore.lexical_matches(bigint, tsquery)",
     "memstore.record_operations(bigint, jsonb)",
     "memstore.authenticate_key(text, bytea)",
+    "memstore.summarise_activations(bigint, timestamptz)",
 )
 
 _CREATE = """\
@@ -128,6 +132,9 @@ def admin_sql() -> str:
         "-- The erasure role the migrations expect (sql/03_redaction.sql creates it too).",
         _CREATE.format(role="memstore_redactor", options="NOLOGIN"),
         "",
+        "-- The telemetry-retention role (sql/11_maintenance.sql creates it too).",
+        _CREATE.format(role="memstore_maintainer", options="NOLOGIN"),
+        "",
     ]
     for role in ROLES:
         parts += [_CREATE.format(role=role, options=_ROLE_OPTIONS[role]), ""]
@@ -144,6 +151,8 @@ def admin_sql() -> str:
         "-- memstore.redact_node is owned by memstore_redactor; the migrating role",
         "-- hands it over, which PostgreSQL allows only to a member.",
         "GRANT memstore_redactor TO memstore_owner;",
+        "-- memstore.summarise_activations is owned by memstore_maintainer, likewise.",
+        "GRANT memstore_maintainer TO memstore_owner;",
     ]
     return "\n".join(parts) + "\n"
 

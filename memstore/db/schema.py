@@ -20,6 +20,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     Computed,
+    Date,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -33,7 +34,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, JSONB, TIMESTAMP, TSVECTOR
 
 from memstore.models import LAYER_MAX, NODE_KINDS, PRIVACY_MAX
 
@@ -369,6 +370,8 @@ activations = Table(
     CheckConstraint("strength >= 0", name="strength_nonnegative"),
 )
 Index("ix_activations_node", activations.c.namespace_id, activations.c.node_id, activations.c.at)
+# Retention (ns.maintain) removes a namespace's oldest rows first.
+Index("ix_activations_at", activations.c.namespace_id, activations.c.at)
 
 node_state = Table(
     "node_state",
@@ -537,6 +540,85 @@ api_key_revocations = Table(
     ),
 )
 
+# Procedures learn from outcomes (sql/11_maintenance.sql, docs/tiers.md): one
+# row per reported success or failure of one procedure version, with the
+# episode that produced it (a node of the namespace, or a run id). The golden
+# (success) and rejected (failure) examples are these rows: append-only.
+procedure_outcomes = Table(
+    "procedure_outcomes",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("success", Boolean, nullable=False),
+    Column("episode_node_id", BigInteger, nullable=True),
+    Column("episode_run", Text, nullable=True),
+    Column("note", Text, nullable=True),
+    Column("actor", Text, nullable=False),
+    _recorded_at(),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_procedure_outcomes"),
+    _node_fk("procedure_outcomes", "node_id"),
+    _node_fk("procedure_outcomes", "episode_node_id"),
+    CheckConstraint("char_length(episode_run) BETWEEN 1 AND 200", name="episode_run_length"),
+    CheckConstraint("char_length(note) BETWEEN 1 AND 4000", name="note_length"),
+)
+Index(
+    "ix_procedure_outcomes_node",
+    procedure_outcomes.c.namespace_id,
+    procedure_outcomes.c.node_id,
+    procedure_outcomes.c.id,
+)
+
+# The roles a procedure version serves (none: every role). Written with the
+# version, copied to its refinements; append-only like the version itself.
+procedure_roles = Table(
+    "procedure_roles",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("role", Text, nullable=False),
+    _recorded_at(),
+    PrimaryKeyConstraint("namespace_id", "node_id", "role", name="pk_procedure_roles"),
+    _node_fk("procedure_roles", "node_id"),
+    CheckConstraint("char_length(role) BETWEEN 1 AND 200", name="role_length"),
+)
+
+# Telemetry past its retention, summarised (memstore.summarise_activations):
+# one row per namespace, UTC day and node, merged into when a later pass
+# summarises more of the same day. Learned numbers: UPDATE, never DELETE.
+activation_summaries = Table(
+    "activation_summaries",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("day", Date, nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    Column("activations", BigInteger, nullable=False),
+    Column("strength_sum", DOUBLE_PRECISION, nullable=False),
+    Column("strength_max", REAL, nullable=False),
+    Column("first_at", TSTZ, nullable=False),
+    Column("last_at", TSTZ, nullable=False),
+    PrimaryKeyConstraint("namespace_id", "day", "node_id", name="pk_activation_summaries"),
+    _node_fk("activation_summaries", "node_id"),
+    CheckConstraint("activations >= 1", name="activations_positive"),
+)
+
+# One row per maintenance pass that changed something (ns.maintain): what it
+# did, and how far decay has been applied (decayed_through), which is what
+# makes a second pass at once change nothing.
+maintenance_runs = Table(
+    "maintenance_runs",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("decay_steps", Integer, nullable=False),
+    Column("decayed_through", TSTZ, nullable=True),
+    Column("report", JSONB, nullable=False),
+    _recorded_at(),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_maintenance_runs"),
+    _namespace_fk("maintenance_runs"),
+    CheckConstraint("decay_steps >= 0", name="decay_steps_nonnegative"),
+)
+
 # Tables whose rows, once written, never go and never change (except by the
 # audited erasure, memstore.redact_lineage, which blanks the caller's words).
 APPEND_ONLY_TABLES = (
@@ -548,9 +630,16 @@ APPEND_ONLY_TABLES = (
     "operations",
     "activations",
     "redactions",
+    "procedure_outcomes",
+    "procedure_roles",
+    "maintenance_runs",
 )
+# Telemetry: append-only for everyone but memstore.summarise_activations, which
+# summarises rows older than the retention into activation_summaries and only
+# then removes them (sql/11_maintenance.sql). Truth tables are never pruned.
+TELEMETRY_TABLES = ("activations",)
 # Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
-MUTABLE_STATE_TABLES = ("node_state", "edge_state")
+MUTABLE_STATE_TABLES = ("node_state", "edge_state", "activation_summaries")
 # The API keys: reference tables (no namespace_id, like namespaces), readable
 # only by the owner; the service checks a key through memstore.authenticate_key.
 KEY_TABLES = ("api_keys", "api_key_revocations")

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from memstore import activation as spreading
 from memstore.activation.model import ActivateRequest
 from memstore.embedding import cache
+from memstore.graph import outcomes
+from memstore.graph.rows import fetch_nodes
 from memstore.inputs import validated
 from memstore.recall import RecallQuery
 from memstore.recall import ranked as recall_ranked
@@ -46,6 +48,8 @@ from memstore.tiers.packet import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from memstore.services.recall import Recaller
     from memstore.services.scope import Scope
 
@@ -130,7 +134,9 @@ def gather(
         candidates["scratchpad"] = by_relevance(entries[SCRATCHPAD], relevance, "pinned")
         candidates["lessons"] = by_relevance(entries[LESSONS], relevance, "high confidence")
         procedures = [Entry.of_row(r.row) for r in top if r.row["tier"] == PROCEDURES]
-        candidates["procedures"] = by_relevance(procedures, relevance, "")
+        candidates["procedures"] = served_procedures(
+            tx.conn, ns, procedures, relevance, request.role
+        )
         relevant_turns = [Entry.of_row(r.row) for r in top if r.row["tier"] == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
         candidates["timeline"] = by_relevance(turns, relevance, "recent turn")
@@ -172,3 +178,29 @@ def gather(
         every = [node.id for section in candidates.values() for node, _, _ in section]
         missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every, prepare=prepare)
     return Gathered(candidates, redacted, missing, stale)
+
+
+def served_procedures(
+    conn: Connection,
+    ns: Scope,
+    found: list[Entry],
+    relevance: dict[int, tuple[float, int]],
+    role: str | None,
+) -> list[tuple[Entry, float, str]]:
+    """The procedures section's candidates: for each procedure recall found, the version
+    with the best record (``memstore/graph/outcomes.sql``: Laplace-smoothed success rate,
+    ties to the newest), in recall's order; none that ``role`` may not see."""
+    served = outcomes.served(conn, ns.id, [entry.id for entry in found], role)
+    older = {s.version for s in served.values() if s.version != s.hit}
+    nodes = fetch_nodes(conn, ns.id, ns.name, older)
+    chosen: list[tuple[Entry, float, str]] = []
+    for entry, score, why in by_relevance(found, relevance, ""):
+        pick = served.get(entry.id)
+        if pick is None:
+            continue  # scoped to other roles
+        if pick.version != entry.id and pick.version in nodes:
+            record = f"{pick.successes}/{pick.applied} succeeded"
+            why = f"{why}; version #{pick.version} has the better record ({record})"
+            entry = Entry.of(nodes[pick.version])
+        chosen.append((entry, score, why))
+    return chosen

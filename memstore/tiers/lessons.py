@@ -223,23 +223,7 @@ class Lessons:
         factor = unit(factor, "factor")
         min_confidence = unit(min_confidence, "min_confidence")
         with self.ns.transaction() as tx:
-            lock_key(tx, LESSONS)
-            unused = self._lessons(tx.conn, unused=True)
-            retired: list[int] = []
-            for lesson in unused:
-                # Compared as stored (REAL), so what a reader sees agrees with the verdict.
-                lowered = float(np.float32(lesson.confidence * factor))
-                bump_state(tx.conn, tx.id, lesson.id, confidence=lowered)
-                if lowered < float(np.float32(min_confidence)):
-                    tx.forget(
-                        lesson.id,
-                        reason=(
-                            f"unused lesson decayed to confidence {lowered:.3f},"
-                            f" below the minimum {min_confidence:.3f}"
-                        ),
-                    )
-                    retired.append(lesson.id)
-            return DecayResult(decayed=len(unused), retired=retired)
+            return self._decay_in(tx, factor, min_confidence)
 
     # --- reading ----------------------------------------------------------------
 
@@ -373,6 +357,28 @@ class Lessons:
             )
             for row in lesson_rows(conn, self.ns.id, LESSONS, LESSON_TYPE, **only)
         ]
+
+    def _decay_in(
+        self, tx: NamespaceTransaction, factor: float, min_confidence: float
+    ) -> DecayResult:
+        """:meth:`decay_unused` inside ``tx`` (a maintenance pass's), with checked numbers."""
+        lock_key(tx, LESSONS)
+        unused = self._lessons(tx.conn, unused=True)
+        retired: list[int] = []
+        for lesson in unused:
+            # Compared as stored (REAL), so what a reader sees agrees with the verdict.
+            lowered = float(np.float32(lesson.confidence * factor))
+            bump_state(tx.conn, tx.id, lesson.id, confidence=lowered)
+            if lowered < float(np.float32(min_confidence)):
+                tx.forget(
+                    lesson.id,
+                    reason=(
+                        f"unused lesson decayed to confidence {lowered:.3f},"
+                        f" below the minimum {min_confidence:.3f}"
+                    ),
+                )
+                retired.append(lesson.id)
+        return DecayResult(decayed=len(unused), retired=retired)
 
 
 __all__ = [

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from memstore.errors import InvalidInputError
 from memstore.models import Node, Privacy
@@ -86,6 +86,12 @@ class ContextRequest(BaseModel):
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     privacy_ceiling: Privacy | None = None
     """No section holds a memory above it (None: the store's ``privacy_ceiling`` setting)."""
+    role: (
+        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+        | None
+    ) = None
+    """The procedures section serves only procedures scoped to this role or to none (None:
+    every procedure)."""
 
     @model_validator(mode="after")
     def _known_sections(self) -> ContextRequest:

@@ -12,16 +12,18 @@ was applied and succeeded is learned state in ``memstore.node_state``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
+from memstore.graph import outcomes as outcome_sql
 from memstore.graph.content import checked_content
 from memstore.graph.entries import bump_state, current_entries, learned_counts
 from memstore.inputs import checked_id, checked_reason, checked_text, validated
-from memstore.models import MemoryInput, Node
+from memstore.models import MemoryInput, Node, NodeStatus
 from memstore.tiers.common import (
     PROCEDURES,
     lock_key,
@@ -36,6 +38,8 @@ PROCEDURE_TYPE = "Procedure"
 PROCEDURE_KIND = "procedural"
 MAX_STEPS = 100
 NAME_MAX = 200
+MAX_ROLES = 50
+MAX_OUTCOMES = 1000
 
 
 Tool = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -49,6 +53,12 @@ def _no_nul(value: Any) -> Any:
     # jsonb cannot hold U+0000: refuse it here rather than as a database error.
     if isinstance(value, str) and "\x00" in value:
         raise ValueError("must not contain a NUL character")
+    return value
+
+
+def _no_nul_items(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return [_no_nul(item) for item in value]
     return value
 
 
@@ -112,6 +122,54 @@ class ProcedureStats(BaseModel):
     success_count: int
 
 
+Role = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+class ProcedureRoles(BaseModel):
+    """The roles a procedure serves: none (every role) or up to :data:`MAX_ROLES` names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    roles: Annotated[list[Role], Field(max_length=MAX_ROLES)]
+
+    _checked = field_validator("roles", mode="before")(_no_nul_items)
+
+    def names(self) -> list[str]:
+        """The roles, each once, sorted."""
+        return sorted(set(self.roles))
+
+
+class OutcomeInput(BaseModel):
+    """What :meth:`Procedures.record_outcome` accepts besides the procedure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    success: bool
+    episode: Annotated[int, Field(ge=1, le=2**63 - 1)] | Role | None = None
+    """The node id of the episode that produced the outcome, or a run id (text)."""
+    note: Annotated[str, StringConstraints(min_length=1, max_length=4000)] | None = None
+
+    _checked = field_validator("episode", "note", mode="before")(_no_nul)
+
+
+class ProcedureOutcome(BaseModel):
+    """One recorded success (a golden example) or failure (a rejected one) of a version."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    node_id: int
+    """The procedure version the outcome belongs to."""
+    success: bool
+    episode_node_id: int | None
+    """The episode's node, when the episode was given as a node id."""
+    episode_run: str | None
+    """The episode's run id, when it was given as text."""
+    note: str | None
+    actor: str
+    recorded_at: datetime
+
+
 def steps_of(node: Node) -> list[ProcedureStep]:
     """A procedure node's steps, typed."""
     return [ProcedureStep.model_validate(step) for step in node.data.get("steps", [])]
@@ -133,15 +191,23 @@ class Procedures:
     # --- writing ----------------------------------------------------------------
 
     def add(
-        self, name: str, *, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]
+        self,
+        name: str,
+        *,
+        description: str,
+        steps: Sequence[ProcedureStep | Mapping[str, Any]],
+        roles: Sequence[str] | None = None,
     ) -> Node:
         """Store a new procedure; returns its node.
 
         ``steps``: ``{"tool", "purpose", "instruction"}`` mappings or
-        :class:`ProcedureStep` values, 1 to :data:`MAX_STEPS` of them. Raises
+        :class:`ProcedureStep` values, 1 to :data:`MAX_STEPS` of them.
+        ``roles``: the roles it serves in a context packet (``recall_context(...,
+        role=...)``); none, every role. Raises
         :class:`~memstore.errors.InvalidInputError` if a current procedure
         already has this name (refine it, or use :meth:`add_if_new`).
         """
+        scoped = _roles(roles)
         item, vector = self._prepared(name, description, steps)
         with self.ns.transaction() as tx:
             lock_key(tx, "procedure", name)
@@ -152,17 +218,30 @@ class Procedures:
                     " refine it, or use add_if_new",
                     field="name",
                 )
-            return remember_fresh(tx, item, vector=vector)
+            node = remember_fresh(tx, item, vector=vector)
+            outcome_sql.add_roles(tx.conn, tx.id, node.id, scoped)
+            return node
 
     def add_if_new(
-        self, name: str, *, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]
+        self,
+        name: str,
+        *,
+        description: str,
+        steps: Sequence[ProcedureStep | Mapping[str, Any]],
+        roles: Sequence[str] | None = None,
     ) -> Node:
-        """The current procedure with this name if there is one, else a new one."""
+        """The current procedure with this name if there is one (its roles unchanged),
+        else a new one serving ``roles``."""
+        scoped = _roles(roles)
         item, vector = self._prepared(name, description, steps)
         with self.ns.transaction() as tx:
             lock_key(tx, "procedure", name)
             existing = self._by_name(tx, name)
-            return existing if existing is not None else remember_fresh(tx, item, vector=vector)
+            if existing is not None:
+                return existing
+            node = remember_fresh(tx, item, vector=vector)
+            outcome_sql.add_roles(tx.conn, tx.id, node.id, scoped)
+            return node
 
     def refine(
         self,
@@ -171,18 +250,22 @@ class Procedures:
         *,
         description: str | None = None,
         reason: str = "refined",
+        roles: Sequence[str] | None = None,
     ) -> Node:
         """Write a new version of a current procedure; returns it.
 
-        The old version is superseded, never changed. ``description`` defaults
-        to the current one. A refinement identical to the current version is
+        The old version is superseded, never changed. ``description`` and
+        ``roles`` default to the current version's. A refinement identical to the current version is
         refused; one equal to an earlier version is a new version all the same.
         An id must name the current version (else
         :class:`~memstore.errors.NodeSupersededError` names it).
         """
         reason = checked_reason(reason)
+        scoped = None if roles is None else _roles(roles)
         with self.ns.transaction() as tx:
             old = self._locked_current(tx, name_or_id)
+            if scoped is None:
+                scoped = outcome_sql.roles(tx.conn, tx.id, old.id)
             procedure = validated(
                 ProcedureInput,
                 name=old.label,
@@ -197,13 +280,15 @@ class Procedures:
                 )
             # The key names the version it replaces: steps may return to an
             # earlier version's, which must still be a new node.
-            return tx.revise(
+            new = tx.revise(
                 old.id,
                 procedure.render(),
                 reason=reason,
                 data=procedure.data(),
                 dedupe_key=f"procedure:{old.id}",
             )
+            outcome_sql.add_roles(tx.conn, tx.id, new.id, scoped)
+            return new
 
     def remove(self, name_or_id: str | int, *, reason: str = "removed") -> Node:
         """Tombstone the current version of a procedure; returns it, now tombstoned.
@@ -348,11 +433,111 @@ class Procedures:
             raise InvalidInputError(f"node {node.id} is not a procedure", field="name_or_id")
         return node
 
+    # --- outcomes and roles -------------------------------------------------------
+
+    def record_outcome(
+        self,
+        name_or_id: str | int,
+        success: bool,
+        *,
+        episode: int | str | None = None,
+        note: str | None = None,
+    ) -> ProcedureOutcome:
+        """Record that a version of a procedure worked (``success``) or failed, and in which
+        episode; returns the outcome.
+
+        A name records against the current version; an id may name any version
+        (an outcome that arrives after a refinement still belongs to the version
+        that ran). ``episode`` is the node id of the episode (a turn, a memory
+        of the run: it must be readable in this namespace) or a run id (text).
+        Successes are the procedure's golden examples, failures its rejected
+        ones (:meth:`outcomes`); both also count in the version's record
+        (:meth:`stats`), which decides the version a context packet serves.
+        """
+        given = validated(OutcomeInput, success=success, episode=episode, note=note)
+        episode_node = given.episode if isinstance(given.episode, int) else None
+        episode_run = given.episode if isinstance(given.episode, str) else None
+        with self.ns.transaction() as tx:
+            if isinstance(name_or_id, str):
+                node = self._locked_current(tx, name_or_id)
+            else:
+                node = self._procedure(tx.node(self._id(name_or_id)))
+                if node.status is NodeStatus.REDACTED:
+                    raise InvalidInputError(
+                        f"procedure version {node.id} was redacted", field="name_or_id"
+                    )
+            if episode_node is not None:
+                tx.node(episode_node)  # raises when missing or above the ceiling
+            row = outcome_sql.record(
+                tx.conn,
+                tx.id,
+                node.id,
+                success=given.success,
+                episode_node=episode_node,
+                episode_run=episode_run,
+                note=given.note,
+                actor=self.ns.settings.actor,
+            )
+            bump_state(tx.conn, tx.id, node.id, applied=1, successes=int(given.success))
+            return ProcedureOutcome.model_validate(row)
+
+    def outcomes(
+        self,
+        name_or_id: str | int,
+        *,
+        success: bool | None = None,
+        limit: int = 100,
+        privacy_ceiling: int | None = None,
+    ) -> list[ProcedureOutcome]:
+        """Recorded outcomes of every version of a procedure, newest first.
+
+        ``success=True``: only the golden examples; ``False``: only the
+        rejected ones. At most ``limit`` (1 to :data:`MAX_OUTCOMES`). Versions
+        above ``privacy_ceiling`` (default: the store's) are left out.
+        """
+        if success is not None and not isinstance(success, bool):
+            raise InvalidInputError("success must be True, False or None", field="success")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_OUTCOMES:
+            raise InvalidInputError(
+                f"limit must be an integer from 1 to {MAX_OUTCOMES}", field="limit"
+            )
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
+            if isinstance(name_or_id, str):
+                versions = tx.lineage(self._named(tx, name_or_id).id)
+            else:
+                versions = tx.lineage(self._procedure(tx.node(self._id(name_or_id))).id)
+            rows = outcome_sql.outcomes(
+                tx.conn, tx.id, [v.id for v in versions], success=success, limit=limit
+            )
+        return [ProcedureOutcome.model_validate(row) for row in rows]
+
+    def roles(self, name_or_id: str | int, *, privacy_ceiling: int | None = None) -> list[str]:
+        """The roles a procedure version serves, sorted; empty: every role.
+
+        A name means the current version; an id, that version.
+        """
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
+            if isinstance(name_or_id, str):
+                node = self._named(tx, name_or_id)
+            else:
+                node = self._procedure(tx.node(self._id(name_or_id)))
+            return outcome_sql.roles(tx.conn, tx.id, node.id)
+
+
+def _roles(roles: object) -> list[str]:
+    """Validated role names, each once, sorted (empty for None)."""
+    if roles is None:
+        return []
+    if isinstance(roles, str) or not isinstance(roles, Sequence):
+        raise InvalidInputError("roles must be a list of role names", field="roles")
+    return validated(ProcedureRoles, roles=list(roles)).names()
+
 
 __all__ = [
     "MAX_STEPS",
     "ProcedureInput",
     "ProcedureNotFoundError",
+    "ProcedureOutcome",
     "ProcedureStats",
     "ProcedureStep",
     "Procedures",

@@ -22,6 +22,10 @@ ROW_AND_COLUMN = {
     "node_state": ("node_id", "home", "activation_count", "2"),
     "edge_state": ("edge_id", "edge", "hebbian_weight", "0.5"),
     "proposals": ("id", "proposal", "rationale", "'rewritten'"),
+    "procedure_outcomes": ("id", "outcome", "success", "false"),
+    "procedure_roles": ("node_id", "home", "role", "'admin'"),
+    "maintenance_runs": ("id", "maintenance_run", "decay_steps", "0"),
+    "activation_summaries": ("node_id", "home", "activations", "2"),
 }
 
 

@@ -53,7 +53,7 @@ WRITES: dict[str, set[str]] = {
     "MemoryStore": {"open", "close"},
     "Namespace": {
         "remember", "remember_many", "link", "revise", "forget", "redact", "apply", "sleep",
-        "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings",
+        "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings", "maintain",
     },
     "NamespaceTransaction": {
         "remember", "remember_item", "store_item", "link", "revise", "forget", "redact",
@@ -61,7 +61,7 @@ WRITES: dict[str, set[str]] = {
     "Timeline": {"ingest_turn"},
     "Scratchpad": {"pin", "unpin"},
     "Lessons": {"add", "add_if_new", "remove", "record_applied", "enforce_cap", "decay_unused"},
-    "Procedures": {"add", "add_if_new", "refine", "remove", "record_success"},
+    "Procedures": {"add", "add_if_new", "refine", "remove", "record_success", "record_outcome"},
     "KeyedEntries": {"put", "put_many", "forget"},
     "Consolidation": {"record"},
     "Review": {"accept", "reject"},
@@ -415,6 +415,8 @@ READS: dict[str, Call] = {
     "Procedures.all": lambda st, ns, w, kw: ns.procedures.all(**kw),
     "Procedures.versions": lambda st, ns, w, kw: ns.procedures.versions("ferry", **kw),
     "Procedures.stats": lambda st, ns, w, kw: ns.procedures.stats("ferry", **kw),
+    "Procedures.outcomes": lambda st, ns, w, kw: ns.procedures.outcomes("ferry", **kw),
+    "Procedures.roles": lambda st, ns, w, kw: ns.procedures.roles("ferry", **kw),
     "KeyedEntries.get": lambda st, ns, w, kw: ns.keyed("notes").get(["harbour", "vault"], **kw),
     "KeyedEntries.all": lambda st, ns, w, kw: ns.keyed("notes").all(limit=50, **kw),
     "KeyedEntries.history": lambda st, ns, w, kw: [
