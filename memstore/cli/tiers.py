@@ -10,6 +10,7 @@ from rich.text import Text
 
 from memstore.cli.common import (
     CeilingOption,
+    FilterTagOption,
     JsonOption,
     NamespaceOption,
     open_store,
@@ -30,12 +31,17 @@ def context(
     budget: Annotated[int, typer.Option(help="Token budget of the packet.")] = 2000,
     session: Annotated[str | None, typer.Option(help="Recent turns of this session.")] = None,
     privacy_ceiling: CeilingOption = None,
+    tag: FilterTagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Print the token-budgeted context packet for a query (prompt-ready text, or --json)."""
     with open_store(ctx) as store:
         packet = store.namespace(namespace).recall_context(
-            query, budget_tokens=budget, session_id=session, privacy_ceiling=privacy_ceiling
+            query,
+            budget_tokens=budget,
+            session_id=session,
+            privacy_ceiling=privacy_ceiling,
+            tags=tag or None,
         )
     if as_json:
         print_json(packet)

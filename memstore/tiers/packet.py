@@ -19,7 +19,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstore.errors import InvalidInputError
-from memstore.models import Node, Privacy
+from memstore.models import Node, Privacy, TagFilter
 from memstore.recall.injection import memory_signals
 
 TokenCounter = Callable[[str], int]
@@ -86,6 +86,8 @@ class ContextRequest(BaseModel):
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     privacy_ceiling: Privacy | None = None
     """No section holds a memory above it (None: the store's ``privacy_ceiling`` setting)."""
+    tags: TagFilter = None
+    """Every section holds only memories carrying every one of these tags."""
 
     @model_validator(mode="after")
     def _known_sections(self) -> ContextRequest:

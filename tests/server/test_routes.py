@@ -228,7 +228,7 @@ BAD_REQUESTS = [
     ("GET", "/memories?limit=0", None),
     ("GET", "/memories?cursor=-1", None),
     ("GET", "/memories?kind=nonsense", None),
-    ("GET", "/memories?tag=work", None),
+    ("GET", "/memories?tag=" + "x" * 65, None),
     ("GET", "/memories/not-a-number", None),
     ("GET", "/memories/99999999999999999999999/lineage", None),
     ("POST", f"/memories/{NODE}/revise", {"content": "y"}),

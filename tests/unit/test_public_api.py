@@ -66,6 +66,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "both_directions: 'bool' = False",
             "session_id: 'str | None' = None",
             "params: 'ActivationParams | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> Activation',
         ),
         "apply": (
@@ -106,6 +107,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | Unchanged | None' = KEEP",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | Unchanged | None' = KEEP",
             "dedupe_key: 'str | Unchanged | None' = KEEP",
+            "tags: 'Sequence[str] | Unchanged' = KEEP",
             '-> Node',
         ),
         "decay_hebbian": (
@@ -137,6 +139,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "kinds: 'list[Kind] | None' = None",
             "tiers: 'list[str] | None' = None",
             "privacy_ceiling: 'int | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> MemoryPage',
         ),
         "link": (
@@ -182,6 +185,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "privacy_ceiling: 'int | None' = None",
             "fusion: 'Fusion' = 'weighted'",
             "semantic_weight: 'float | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> list[Hit]',
         ),
         "recall_context": (
@@ -192,6 +196,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "token_counter: 'TokenCounter | None' = None",
             "session_id: 'str | None' = None",
             "privacy_ceiling: 'int | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> ContextPacket',
         ),
         "redact": (
@@ -226,6 +231,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | None' = None",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | None' = None",
             "dedupe_key: 'str | None' = None",
+            "tags: 'Sequence[str] | None' = None",
             '-> Node',
         ),
         "remember_many": (
@@ -262,6 +268,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | Unchanged | None' = KEEP",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | Unchanged | None' = KEEP",
             "dedupe_key: 'str | Unchanged | None' = KEEP",
+            "tags: 'Sequence[str] | Unchanged' = KEEP",
             '-> Node',
         ),
         "scratchpad": "cached_property",
