@@ -32,11 +32,10 @@ def _tier_candidates(session: bool, tagged: bool = False) -> sql.Composed:
     )
 
 
-TIER_CANDIDATES = {
-    (session, tagged): _tier_candidates(session, tagged)
-    for session in (False, True)
-    for tagged in (False, True)
-}
+TIER_CANDIDATES = {session: _tier_candidates(session) for session in (False, True)}
+# The same for a packet asked for with tags (a statement of its own, so the
+# untagged read keeps its plan when prepared).
+TAGGED_TIER_CANDIDATES = {session: _tier_candidates(session, True) for session in (False, True)}
 REDACTED_COUNT = sql.SQL(QUERIES["redacted_count"])
 
 
@@ -68,7 +67,8 @@ def read_packet_rows(
     ):
         with raw.pipeline():
             send(raw, recalled, run, prepare=prepare)
-            tiered.execute(TIER_CANDIDATES[session, tagged], tier_params, prepare=prepare)
+            statements = TAGGED_TIER_CANDIDATES if tagged else TIER_CANDIDATES
+            tiered.execute(statements[session], tier_params, prepare=prepare)
             counted.execute(REDACTED_COUNT, {"ns": tier_params["ns"]}, prepare=prepare)
         recall_rows = recalled.fetchall()
         tier_rows = tiered.fetchall()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import psycopg
 import pytest
 
@@ -134,7 +136,7 @@ def test_recall_returns_k_tagged_hits_when_enough_exist(crowd, mode):
 
 def test_activate_seeds_and_working_memory_carry_the_tags(crowd):
     ids = [p.id for p in crowd.list_memories(limit=200).items]
-    for a, b in zip(ids, ids[1:], strict=False):
+    for a, b in itertools.pairwise(ids):
         crowd.link(a, b, weight=0.9)
     result = crowd.activate("launch plan review rocket team", limit=8, tags=["alpha"])
     assert len(result.working_memory) == 8
@@ -152,9 +154,7 @@ def test_recall_context_holds_only_tagged_memories(crowd):
     assert items
     assert all("alpha" in crowd.get(item.id).tags for item in items)
     plain = crowd.recall_context("launch plan rocket team")
-    assert any(
-        "alpha" not in crowd.get(item.id).tags for s in plain.sections for item in s.items
-    )
+    assert any("alpha" not in crowd.get(item.id).tags for s in plain.sections for item in s.items)
 
 
 def test_list_memories_pages_through_tagged_memories(crowd):
@@ -199,7 +199,7 @@ def test_views_show_tags_and_erasure_blanks_them(ns, database_url):
             "SELECT tags FROM memstore.v_current_nodes WHERE namespace_id = %s AND id = %s",
             (ns.id, kept.id),
         ).fetchone()
-        counts = dict(
+        counts: dict[str, int] = dict(
             owner.execute(
                 "SELECT tag, current_nodes FROM memstore.v_tag_counts WHERE namespace_id = %s",
                 (ns.id,),
