@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -207,3 +208,37 @@ def test_views_show_tags_and_erasure_blanks_them(ns, database_url):
         )
     assert shown == (["bob", "games"],)
     assert counts == {"bob": 2, "games": 1}
+
+
+def test_the_example_in_docs_recall_runs(ns):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "recall.md").read_text()
+    section = text[text.index("## Tags") :]
+    block = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    exec(compile(block, "docs/recall.md", "exec"), {"ns": ns})  # a fresh namespace
+
+
+def test_tier_writes_take_tags(ns):
+    turn = ns.timeline.ingest_turn("user", "book the flight", "s1", tags=["Travel"])
+    assert turn.tags == ["travel"]
+    lesson = ns.lessons.add("Check the visa first", source="trip", confidence=0.9, tags=["travel"])
+    assert lesson.tags == ["travel"]
+    assert (
+        ns.lessons.add_if_new(
+            "Always check the visa first", source="trip", confidence=0.9, tags=["other"]
+        ).id
+        == lesson.id
+    )  # the near-duplicate is returned as it is
+    pin = ns.scratchpad.pin("gate", "B12", tags=["travel"])
+    assert pin.tags == ["travel"]
+    assert ns.scratchpad.pin("gate", "B12").id == pin.id  # nothing new: same value, tags kept
+    moved = ns.scratchpad.pin("gate", "C3")
+    assert moved.tags == ["travel"]  # a new value keeps the pin's tags
+    retagged = ns.scratchpad.pin("gate", "C3", tags=["airport"])
+    assert retagged.tags == ["airport"] and retagged.id != moved.id
+    assert [n.tags for n in ns.scratchpad.history("gate")] == [["travel"], ["travel"], ["airport"]]
+    with pytest.raises(InvalidInputError) as raised:
+        ns.scratchpad.pin("gate", "D4", tags=["bad\x07"])
+    assert raised.value.field == "tags"
+    assert ns.scratchpad.get("gate") == retagged
+    found = ns.recall("travel plans", tags=["travel"], k=10)
+    assert {hit.node.id for hit in found} == {turn.id, lesson.id}  # pins superseded

@@ -364,6 +364,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "session_id: 'str'",
             '*',
             "at: 'datetime | None' = None",
+            "tags: 'Sequence[str] | None' = None",
             '-> Node',
         ),
         "recent": (
@@ -386,7 +387,13 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         "count": ('*', "privacy_ceiling: 'int | None' = None", '-> int'),
         "get": ("key: 'str'", '*', "privacy_ceiling: 'int | None' = None", '-> Node | None'),
         "history": ("key: 'str'", '*', "privacy_ceiling: 'int | None' = None", '-> list[Node]'),
-        "pin": ("key: 'str'", "value: 'str'", '-> Node'),
+        "pin": (
+            "key: 'str'",
+            "value: 'str'",
+            '*',
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
         "unpin": ("key: 'str'", '*', "reason: 'str' = 'unpinned'", '-> int'),
     },
     "KeyedEntries": {
@@ -426,8 +433,22 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         ),
     },
     "Lessons": {
-        "add": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
-        "add_if_new": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
+        "add": (
+            "rule: 'str'",
+            '*',
+            "source: 'str'",
+            "confidence: 'float'",
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
+        "add_if_new": (
+            "rule: 'str'",
+            '*',
+            "source: 'str'",
+            "confidence: 'float'",
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
         "all": ('*', "privacy_ceiling: 'int | None' = None", '-> list[Lesson]'),
         "count": ('*', "privacy_ceiling: 'int | None' = None", '-> int'),
         "decay_unused": ("factor: 'float'", "min_confidence: 'float'", '-> DecayResult'),
