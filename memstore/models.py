@@ -231,9 +231,13 @@ def normalise_tag(tag: object) -> str:
     """
     if not isinstance(tag, str):
         raise ValueError(f"a tag must be text, not {type(tag).__name__}")
+    if len(tag) > 16 * TAG_MAX_LENGTH:  # refused before it is read character by character
+        raise ValueError(f"tag {tag[:20]!r}... is longer than {TAG_MAX_LENGTH} characters")
     for char in tag:
         if unicodedata.category(char) in _TAG_REFUSED_CATEGORIES and char not in "\t\n\r":
-            raise ValueError(f"tag {tag!r} holds a control or format character (U+{ord(char):04X})")
+            raise ValueError(
+                f"tag {tag[:20]!r} holds a control or format character (U+{ord(char):04X})"
+            )
     text = " ".join(unicodedata.normalize("NFKC", tag).split()).lower()
     if not text:
         raise ValueError("a tag must not be empty")
