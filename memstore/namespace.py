@@ -508,7 +508,7 @@ class Namespace:
         ``versions="all"`` (the default) erases every version of the memory's
         lineage, older and newer than ``node_id`` (what :meth:`lineage` lists);
         ``"one"`` erases ``node_id`` alone. Each erased version loses its
-        content, label, data, subject, scope, tier and node type, its vectors,
+        content, label, data, subject, scope, tier, tags and node type, its vectors,
         and every other trace of the caller's words: the text of the edges
         touching it, the reasons of its tombstones and supersessions, the
         operations and proposals naming it, the session ids of the sessions
