@@ -11,7 +11,15 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memstore.errors import InvalidInputError
-from memstore.models import BIGINT_MAX, BIGINT_MIN, Layer, RowId, Unit, check_clean
+from memstore.models import (
+    BIGINT_MAX,
+    BIGINT_MIN,
+    Layer,
+    RowId,
+    Unit,
+    check_clean,
+    normalise_tags,
+)
 
 M = TypeVar("M", bound=BaseModel)
 P = ParamSpec("P")
@@ -138,3 +146,13 @@ def checked_reason(reason: object, field: str = "reason") -> str:
     except ValueError as exc:
         raise InvalidInputError(f"{field} {exc}", field=field) from None
     return reason.strip()
+
+
+def checked_tags(tags: object, field: str = "tags") -> list[str]:
+    """``tags`` normalised (:func:`~memstore.models.normalise_tags`), or an
+    :class:`InvalidInputError` that names ``field`` and the bad tag."""
+    try:
+        check_clean(tags)
+        return normalise_tags(tags)
+    except ValueError as exc:
+        raise InvalidInputError(f"{field}: {exc}", field=field) from None

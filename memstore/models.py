@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import (
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -206,6 +208,70 @@ ShortText = Annotated[str, Field(min_length=1, max_length=200)]
 Reason = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
+# Tags (docs/recall.md, "Tags"): short labels a memory carries, filtered on by
+# recall, activate, recall_context and list_memories (a memory matches when it
+# carries every tag asked for).
+TAG_MAX_LENGTH = 64
+MAX_TAGS = 32
+# Control (Cc), format (Cf: zero-width and direction marks), surrogate (Cs),
+# private-use (Co) and unassigned (Cn) characters: a tag that looks like
+# another, or prints as nothing, is refused.
+_TAG_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+def normalise_tag(tag: object) -> str:
+    """A tag as stored: NFKC, whitespace runs collapsed to one space, trimmed, lower-cased.
+
+    Raises ValueError (naming the tag) for what is not text, is empty once
+    trimmed, is longer than :data:`TAG_MAX_LENGTH` characters, or holds a
+    control or format character.
+
+    >>> normalise_tag("  Project  X ")
+    'project x'
+    """
+    if not isinstance(tag, str):
+        raise ValueError(f"a tag must be text, not {type(tag).__name__}")
+    if len(tag) > 16 * TAG_MAX_LENGTH:  # refused before it is read character by character
+        raise ValueError(f"tag {tag[:20]!r}... is longer than {TAG_MAX_LENGTH} characters")
+    for char in tag:
+        if unicodedata.category(char) in _TAG_REFUSED_CATEGORIES and char not in "\t\n\r":
+            raise ValueError(
+                f"tag {tag[:20]!r} holds a control or format character (U+{ord(char):04X})"
+            )
+    text = " ".join(unicodedata.normalize("NFKC", tag).split()).lower()
+    if not text:
+        raise ValueError("a tag must not be empty")
+    if len(text) > TAG_MAX_LENGTH:
+        raise ValueError(f"tag {text[:20]!r}... is longer than {TAG_MAX_LENGTH} characters")
+    return text
+
+
+def normalise_tags(tags: object, *, limit: int = MAX_TAGS) -> list[str]:
+    """``tags`` normalised (:func:`normalise_tag`), duplicates dropped, first occurrence kept.
+
+    A bare string is refused (``"urgent"`` is not ``["urgent"]``: iterating it
+    would store one tag per letter), and so are more than ``limit`` tags.
+
+    >>> normalise_tags(["Work", "work ", "Urgent"])
+    ['work', 'urgent']
+    """
+    if isinstance(tags, str | bytes) or not isinstance(tags, list | tuple | set | frozenset):
+        raise ValueError(f"tags must be a list of texts, not {type(tags).__name__}")
+    if len(tags) > limit:
+        raise ValueError(f"at most {limit} tags, not {len(tags)}")
+    return list(dict.fromkeys(normalise_tag(tag) for tag in tags))
+
+
+def _tags_or_none(value: object) -> list[str] | None:
+    return None if value is None else normalise_tags(value)
+
+
+Tags = Annotated[list[str] | None, BeforeValidator(_tags_or_none)]
+"""Tags as given: normalised and deduplicated (at most :data:`MAX_TAGS`), or None (none)."""
+TagFilter = Tags
+"""The tags a read asks for (every one must be carried); None or [] asks for none."""
+
+
 class NodeStatus(StrEnum):
     """Where a node stands: readable now, replaced, forgotten, or erased."""
 
@@ -253,6 +319,9 @@ class MemoryInput(BaseModel):
     )
     """Part of the idempotency key, not stored: equal content with another key is
     another memory (a repeated "ok" in a conversation is two turns)."""
+    tags: Tags = None
+    """Labels to filter reads on: normalised (NFKC, trimmed, lower case), deduplicated;
+    None stores none."""
 
     @field_validator("*", mode="after")
     @classmethod
@@ -307,6 +376,8 @@ class Node(BaseModel):
     status: NodeStatus
     superseded_by: int | None = None
     """The next version, when this node was revised."""
+    tags: list[str] = Field(default_factory=list)
+    """The memory's tags (empty for memories stored without, and once erased)."""
 
 
 class Edge(BaseModel):

@@ -212,6 +212,7 @@ class Namespace:
         valid_to: datetime | Unchanged | None = KEEP,
         embedding: Sequence[float] | np.ndarray[Any, Any] | Unchanged | None = KEEP,
         dedupe_key: str | Unchanged | None = KEEP,
+        tags: Sequence[str] | Unchanged = KEEP,
     ) -> Node:
         """The one sanctioned change to a protected node (identity, values).
 
@@ -262,6 +263,7 @@ class Namespace:
         session_id: str | None = None,
         privacy_ceiling: int | None = None,
         role: str | None = None,
+        tags: list[str] | None = None,
     ) -> ContextPacket:
         """A token-budgeted context packet for ``query`` (docs/tiers.md).
 
@@ -274,9 +276,12 @@ class Namespace:
         (default: the store's ``privacy_ceiling`` setting). With a ``role``, the
         procedures section holds only procedures scoped to that role or to none;
         of each procedure it serves the version with the best record
-        (``ns.procedures.record_outcome``; docs/tiers.md).
+        (``ns.procedures.record_outcome``; docs/tiers.md). With ``tags``, every
+        section holds only memories carrying every one of them.
         """
         values: dict[str, Any] = {} if allocation is None else {"allocation": allocation}
+        if tags is not None:
+            values["tags"] = tags
         request = validated(
             ContextRequest,
             query=query,
@@ -384,6 +389,7 @@ class Namespace:
         valid_to: datetime | None = None,
         embedding: Sequence[float] | np.ndarray[Any, Any] | None = None,
         dedupe_key: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> Node:
         """Store one memory (idempotent) and its vector; returns the node.
 
@@ -391,7 +397,10 @@ class Namespace:
         with its defaults, and are validated by it (an unknown keyword is an
         :class:`~memstore.errors.InvalidInputError` too). The same normalised
         content with the same kind and node_type is one node: remembering it
-        again returns the stored node, whatever its status.
+        again returns the stored node, whatever its status (and its tags: tags
+        are set when a version is written; :meth:`revise` gives new ones).
+        ``tags`` are normalised (trimmed, lower case) and deduplicated
+        (docs/recall.md, "Tags").
         """
         fields = given(locals(), "self", "content")  # first: the keywords, nothing else
         return self._ingest.remember(content, fields)
@@ -466,6 +475,7 @@ class Namespace:
         valid_to: datetime | Unchanged | None = KEEP,
         embedding: Sequence[float] | np.ndarray[Any, Any] | Unchanged | None = KEEP,
         dedupe_key: str | Unchanged | None = KEEP,
+        tags: Sequence[str] | Unchanged = KEEP,
     ) -> Node:
         """Write a new version of a current node and link old → new; returns the new node.
 
@@ -476,7 +486,9 @@ class Namespace:
         A revision the memory already holds (its current version says
         ``content`` with every field given) writes nothing and returns
         that version, even when ``node_id`` is an older one: a script that
-        remembers and revises a fact can run twice.
+        remembers and revises a fact can run twice. The new version carries
+        the old version's ``tags`` unless ``tags`` are given (``tags=[]``
+        drops them).
         """
         changes = given(locals(), "self", "node_id", "content", "reason")  # first: the keywords
         with self.transaction() as tx:
@@ -502,7 +514,7 @@ class Namespace:
         ``versions="all"`` (the default) erases every version of the memory's
         lineage, older and newer than ``node_id`` (what :meth:`lineage` lists);
         ``"one"`` erases ``node_id`` alone. Each erased version loses its
-        content, label, data, subject, scope, tier and node type, its vectors,
+        content, label, data, subject, scope, tier, tags and node type, its vectors,
         and every other trace of the caller's words: the text of the edges
         touching it, the reasons of its tombstones and supersessions, the
         operations and proposals naming it, the session ids of the sessions
@@ -553,6 +565,7 @@ class Namespace:
         privacy_ceiling: int | None = None,
         fusion: Fusion = "weighted",
         semantic_weight: float | None = None,
+        tags: list[str] | None = None,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
@@ -563,6 +576,8 @@ class Namespace:
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
         ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
         Nothing above ``privacy_ceiling`` (default: the store's) is returned.
+        ``tags``: only memories carrying every one of them (filtered among the
+        candidates, so ``k`` hits come back whenever ``k`` such memories match).
         """
         return self._recall.recall(
             query,
@@ -578,6 +593,7 @@ class Namespace:
             privacy_ceiling=privacy_ceiling,
             fusion=fusion,
             semantic_weight=semantic_weight,
+            tags=tags,
         )
 
     def activate(
@@ -594,6 +610,7 @@ class Namespace:
         both_directions: bool = False,
         session_id: str | None = None,
         params: ActivationParams | None = None,
+        tags: list[str] | None = None,
     ) -> Activation:
         """Spread activation from the query's recall hits and/or ``seeds`` (docs/activation.md).
 
@@ -604,7 +621,9 @@ class Namespace:
         ``fanout`` heaviest edges, current nodes and live edges only, within
         ``privacy_ceiling`` and ``as_of``); numpy scores it. ``learn`` records
         the accesses of working memory and strengthens co-activated edges.
-        ``privacy_ceiling`` defaults to the store's.
+        ``privacy_ceiling`` defaults to the store's. ``tags``: the query's seeds
+        and working memory hold only memories carrying every one of them
+        (activation still spreads through the others).
         """
         return self._activation.activate(
             query,
@@ -618,6 +637,7 @@ class Namespace:
             both_directions=both_directions,
             session_id=session_id,
             params=params,
+            tags=tags,
         )
 
     def decay_hebbian(self, factor: float, *, unused_for: timedelta | None = None) -> int:
@@ -655,6 +675,7 @@ class Namespace:
         kinds: list[Kind] | None = None,
         tiers: list[str] | None = None,
         privacy_ceiling: int | None = None,
+        tags: list[str] | None = None,
     ) -> MemoryPage:
         """One page of current memories in id order, from the id after ``after``.
 
@@ -662,12 +683,12 @@ class Namespace:
         there is none). Keyset pagination: pages neither repeat nor skip a
         memory while others write. Superseded, forgotten and erased memories
         are left out, and so is anything above ``privacy_ceiling`` (default:
-        the store's).
+        the store's). ``tags``: only memories carrying every one of them.
 
         >>> page = ns.list_memories(limit=2)                # doctest: +SKIP
         >>> page = ns.list_memories(after=page.next_cursor)  # doctest: +SKIP
         """
-        query = validated(ListQuery, after=after, limit=limit, kinds=kinds, tiers=tiers)
+        query = validated(ListQuery, after=after, limit=limit, kinds=kinds, tiers=tiers, tags=tags)
         with self.reading(privacy_ceiling=privacy_ceiling) as tx:
             return list_page(tx.conn, self.id, self.name, query)
 

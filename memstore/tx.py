@@ -40,7 +40,14 @@ from memstore.graph.entries import current_entries
 from memstore.graph.locks import LineageLocks
 from memstore.graph.nodes import remember_node, remember_params
 from memstore.graph.rows import fetch_edges, fetch_nodes, to_node
-from memstore.inputs import LinkInput, checked_id, checked_reason, checked_text, validated
+from memstore.inputs import (
+    LinkInput,
+    checked_id,
+    checked_reason,
+    checked_tags,
+    checked_text,
+    validated,
+)
 from memstore.law.law import PROTECTED_DOOR, lifecycle_door
 from memstore.law.policy import POLICY, POLICY_LABEL, Policy
 from memstore.models import (
@@ -323,6 +330,8 @@ class NamespaceTransaction:
         """
         reason = checked_reason(reason)
         checked_data(changes.get("data"), limit=self.namespace.settings.max_data_bytes)
+        if "tags" in changes:  # as stored, so an identical revision is recognised
+            changes["tags"] = checked_tags(changes["tags"])
         node_id = checked_id(node_id)
         self.locks.lock([node_id])
         try:

@@ -4,7 +4,7 @@
 -- one version), and every field anywhere in schema memstore that carried the
 -- caller's words about it:
 --
---   nodes          content '', label/data/subject/scope/tier blanked, node_type
+--   nodes          content '', label/data/subject/scope/tier/tags blanked, node_type
 --                  'Redacted', content hash cleared (the full-text column
 --                  follows); source, actor and run_id become keyed hashes
 --   embeddings     deleted
@@ -178,6 +178,7 @@ BEGIN
         RETURN jsonb_build_object(
             'content', '', 'label', NULL, 'data', '{}'::jsonb, 'content_hash', NULL,
             'subject', NULL, 'scope', NULL, 'tier', NULL, 'node_type', 'Redacted',
+            'tags', '[]'::jsonb,
             'source', memstore.erased_text(ns, p_old->>'source'),
             'actor', memstore.erased_text(ns, p_old->>'actor'),
             'run_id', memstore.erased_text(ns, p_old->>'run_id'));
@@ -273,7 +274,7 @@ BEGIN
 
     UPDATE memstore.nodes n
     SET content = '', label = NULL, data = '{}'::jsonb, content_hash = NULL,
-        subject = NULL, scope = NULL, tier = NULL, node_type = 'Redacted',
+        subject = NULL, scope = NULL, tier = NULL, node_type = 'Redacted', tags = '{}',
         source = memstore.erased_text(p_ns, n.source),
         actor = memstore.erased_text(p_ns, n.actor),
         run_id = memstore.erased_text(p_ns, n.run_id)

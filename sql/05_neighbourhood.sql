@@ -553,7 +553,7 @@ RETURNS TABLE (
     privacy smallint, protected boolean, subject text, scope text, source text,
     actor text, run_id text, observed_at timestamptz, valid_from timestamptz,
     valid_to timestamptz, recorded_at timestamptz,
-    superseded_by bigint, tombstoned boolean, redacted boolean
+    superseded_by bigint, tombstoned boolean, redacted boolean, tags text[]
 )
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
@@ -568,7 +568,8 @@ BEGIN
            (SELECT t.id FROM memstore.tombstones t
             WHERE t.namespace_id = p_ns AND t.node_id = n.id) IS NOT NULL,
            (SELECT r.id FROM memstore.redactions r
-            WHERE r.namespace_id = p_ns AND r.node_id = n.id) IS NOT NULL
+            WHERE r.namespace_id = p_ns AND r.node_id = n.id) IS NOT NULL,
+           n.tags
     FROM memstore.nodes n
     WHERE n.namespace_id = p_ns AND n.id = ANY (p_ids);
 END;

@@ -31,7 +31,7 @@ CREATE OR REPLACE VIEW memstore.v_current_nodes WITH (security_invoker = true) A
 SELECT n.namespace_id, n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content,
        n.data, n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject,
        n.scope, n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to,
-       n.recorded_at
+       n.recorded_at, n.tags
 FROM memstore.nodes n
 WHERE NOT EXISTS (SELECT 1 FROM memstore.supersessions s
                   WHERE s.namespace_id = n.namespace_id AND s.old_id = n.id)
@@ -156,3 +156,10 @@ SELECT o.namespace_id, (o.recorded_at AT TIME ZONE 'UTC')::date AS day, o.op, o.
        count(DISTINCT o.actor) AS actors
 FROM memstore.operations o
 GROUP BY o.namespace_id, (o.recorded_at AT TIME ZONE 'UTC')::date, o.op, o.outcome;
+
+-- Per namespace and tag: how many current memories carry it (revision 0022).
+CREATE OR REPLACE VIEW memstore.v_tag_counts WITH (security_invoker = true) AS
+SELECT c.namespace_id, t.tag, count(*) AS current_nodes
+FROM memstore.v_current_nodes c
+CROSS JOIN LATERAL unnest(c.tags) AS t(tag)
+GROUP BY c.namespace_id, t.tag;

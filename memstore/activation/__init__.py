@@ -23,7 +23,7 @@ from memstore.activation.model import (
     PathStep,
     Reached,
 )
-from memstore.activation.pull import Neighbourhood, node_rows, pull
+from memstore.activation.pull import Neighbourhood, node_rows, pull, tagged
 from memstore.db.transaction import PipelinedTransaction
 
 __all__ = [
@@ -101,6 +101,8 @@ def run(
         limit=limit,
         has_query=vector is not None,
         params=params,
+        # Before working memory is chosen, so it still holds ``limit`` nodes.
+        allowed=None if not request.tags else tagged(conn, namespace_id, nb, request.tags),
     )
     timings["score"] = _ms(started)
 

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from memstore.activation.projection import project
-from memstore.models import LAYER_MAX, Node, Privacy, RowId, Unit
+from memstore.models import LAYER_MAX, Node, Privacy, RowId, TagFilter, Unit
 
 # Types that fire easily (a safety rule should surface on a faint cue) and
 # types that need a stronger cue (plain memories and notes are many).
@@ -102,6 +102,8 @@ class ActivateRequest(BaseModel):
     both_directions: bool = False
     session_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     params: ActivationParams = Field(default_factory=ActivationParams)
+    tags: TagFilter = None
+    """Seeds from the query and working memory carry every one of these tags."""
 
     @model_validator(mode="after")
     def _has_a_start(self) -> ActivateRequest:

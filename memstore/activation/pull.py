@@ -46,6 +46,12 @@ PULL_COLUMNS = (
     "moment",
 )  # fmt: skip
 NODE_ROWS = sql.SQL("SELECT * FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[])")
+# Which of the pulled nodes carry every tag of a filter (ix_nodes_tags, or the
+# primary key for a small neighbourhood: the planner picks).
+TAGGED = sql.SQL(
+    "SELECT n.id FROM memstore.nodes n WHERE n.namespace_id = %(ns)s"
+    " AND n.id = ANY (%(ids)s::bigint[]) AND n.tags @> %(tags)s::text[]"
+)
 
 # Opens a pipeline on the raw connection (PipelinedTransaction.pipeline): the
 # statement then travels with what the transaction queues around it.
@@ -300,3 +306,14 @@ def node_rows(
                 also()
         rows = cursor.fetchall() if wanted else []
     return {row["id"]: to_node(row, namespace) for row in rows}
+
+
+def tagged(conn: Connection, namespace_id: int, nb: Neighbourhood, tags: list[str]) -> BoolArray:
+    """Whether each node of ``nb`` (aligned with ``nb.node_id``) carries every one of ``tags``."""
+    if not len(nb.node_id):
+        return np.zeros(0, dtype=np.bool_)
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    params = {"ns": namespace_id, "ids": nb.node_id.tolist(), "tags": tags}
+    found = [row[0] for row in raw.execute(TAGGED, params).fetchall()]
+    return np.isin(nb.node_id, np.asarray(found, dtype=np.int64))

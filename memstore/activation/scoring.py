@@ -229,8 +229,10 @@ def score(
     limit: int,
     has_query: bool,
     params: ActivationParams,
+    allowed: BoolArray | None = None,
 ) -> Scores:
-    """Score every node of ``nb`` and pick working memory."""
+    """Score every node of ``nb`` and pick working memory (among the ``allowed`` nodes,
+    aligned with ``nb.node_id``, when given: a tag filter)."""
     n = len(nb.node_id)
     sal = salience(nb, params)
     sim = similarity(nb, params, has_query=has_query)
@@ -264,6 +266,8 @@ def score(
             final, src[exc], dst[exc], w_eff[exc]
         )
     thresholds, eligible = working_memory_rules(nb.node_type, params)
+    if allowed is not None:
+        eligible = eligible & allowed
     chosen = np.flatnonzero(eligible & (final > 0) & (final >= thresholds))
     chosen = chosen[np.lexsort((nb.node_id[chosen], nb.node_layer[chosen], -final[chosen]))]
     return Scores(

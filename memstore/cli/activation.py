@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from memstore.cli.common import CeilingOption, JsonOption, NamespaceOption, open_store, out
+from memstore.cli.common import (
+    CeilingOption,
+    FilterTagOption,
+    JsonOption,
+    NamespaceOption,
+    open_store,
+    out,
+)
 from memstore.cli.memory import utc
 
 if TYPE_CHECKING:
@@ -53,6 +60,7 @@ def activate(
     privacy_ceiling: CeilingOption = None,
     as_of: Annotated[datetime | None, typer.Option(help="What the store knew then (UTC).")] = None,
     max_bytes: Annotated[int, typer.Option(help="Cap of the --json output.")] = 32768,
+    tag: FilterTagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Spread activation from a query's recall hits (or seed ids) through the memory graph.
@@ -71,6 +79,7 @@ def activate(
             learn=learn,
             privacy_ceiling=privacy_ceiling,
             as_of=utc(as_of),
+            tags=tag or None,
         )
     if as_json:
         projected = activation.project(max_bytes=max_bytes)

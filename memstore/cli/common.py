@@ -195,3 +195,13 @@ def parse_json(text: str, *, where: str, field: str | None = None) -> Any:
         raise InvalidInputError(
             f"{where} is not JSON we accept: nested too deeply", field=field
         ) from None
+
+
+TagOption = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="A tag (repeat for more); normalised to lower case."),
+]
+FilterTagOption = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="Only memories carrying this tag (repeat: every one of them)."),
+]

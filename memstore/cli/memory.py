@@ -12,8 +12,10 @@ from rich.table import Table
 
 from memstore.cli.common import (
     CeilingOption,
+    FilterTagOption,
     JsonOption,
     NamespaceOption,
+    TagOption,
     open_store,
     out,
     parse_json,
@@ -29,13 +31,14 @@ embed_app = typer.Typer(help="The embeddings cache: freshness and rebuild.", no_
 
 
 def _print_nodes(nodes: list[Node]) -> None:
-    table = Table("id", "status", "kind", "content", "source", "recorded")
+    table = Table("id", "status", "kind", "content", "tags", "source", "recorded")
     for node in nodes:
         table.add_row(
             str(node.id),
             node.status.value,
             node.kind,
             node.content,
+            ", ".join(node.tags),
             node.source or "",
             f"{node.recorded_at:%Y-%m-%d %H:%M}",
         )
@@ -43,7 +46,7 @@ def _print_nodes(nodes: list[Node]) -> None:
 
 
 def _print_hits(hits: list[Hit]) -> None:
-    table = Table("#", "score", "sim", "lex", "id", "content", "provenance")
+    table = Table("#", "score", "sim", "lex", "id", "content", "tags", "provenance")
     for hit in hits:
         parts, node = hit.parts, hit.node
         provenance = ", ".join(
@@ -58,6 +61,7 @@ def _print_hits(hits: list[Hit]) -> None:
             f"{parts.lexical:.3f}" if parts.lexical else "",
             str(node.id),
             _flagged(node.content, hit.instruction_signals),
+            ", ".join(node.tags),
             provenance,
         )
     out.print(table)
@@ -85,6 +89,7 @@ def remember(
     privacy: Annotated[
         int, typer.Option(min=0, max=3, help="0 public, 1 internal, 2 private, 3 secret.")
     ] = 0,
+    tag: TagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remember one memory (idempotent: the same content is stored once)."""
@@ -98,6 +103,7 @@ def remember(
             source=source,
             actor=actor,
             privacy=privacy,
+            tags=tag or [],
         )
     print_json(node) if as_json else _print_nodes([node])
 
@@ -166,6 +172,7 @@ def recall(
     as_of: Annotated[datetime | None, typer.Option(help="What the store knew then (UTC).")] = None,
     include_superseded: Annotated[bool, typer.Option(help="Old versions too.")] = False,
     privacy_ceiling: CeilingOption = None,
+    tag: FilterTagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recall the memories most relevant to a query, with score parts and provenance."""
@@ -178,6 +185,7 @@ def recall(
             as_of=utc(as_of),
             include_superseded=include_superseded,
             privacy_ceiling=privacy_ceiling,
+            tags=tag or None,
         )
     print_json(hits) if as_json else _print_hits(hits)
 
@@ -201,11 +209,16 @@ def revise(
     content: Annotated[str, typer.Argument(help="The new content.")],
     reason: Annotated[str, typer.Option(help="Why it changed (required).")],
     namespace: NamespaceOption = "default",
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="The new version's tags (repeat); default: the old ones."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Write a new version of a memory; the old one stays, linked as superseded."""
+    changes: dict[str, Any] = {} if tag is None else {"tags": tag}
     with open_store(ctx) as store:
-        node = store.namespace(namespace).revise(node_id, content, reason=reason)
+        node = store.namespace(namespace).revise(node_id, content, reason=reason, **changes)
     print_json(node) if as_json else _print_nodes([node])
 
 

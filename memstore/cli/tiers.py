@@ -10,6 +10,7 @@ from rich.text import Text
 
 from memstore.cli.common import (
     CeilingOption,
+    FilterTagOption,
     JsonOption,
     NamespaceOption,
     open_store,
@@ -30,6 +31,7 @@ def context(
     budget: Annotated[int, typer.Option(help="Token budget of the packet.")] = 2000,
     session: Annotated[str | None, typer.Option(help="Recent turns of this session.")] = None,
     privacy_ceiling: CeilingOption = None,
+    tag: FilterTagOption = None,
     as_json: JsonOption = False,
     role: Annotated[
         str | None, typer.Option(help="Serve only procedures for this role (or for any).")
@@ -43,6 +45,7 @@ def context(
             session_id=session,
             privacy_ceiling=privacy_ceiling,
             role=role,
+            tags=tag or None,
         )
     if as_json:
         print_json(packet)

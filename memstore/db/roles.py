@@ -72,6 +72,7 @@ VIEWS = (
     "v_embedding_freshness",
     "v_review_queue",
     "v_operations_daily",
+    "v_tag_counts",
 )
 READER_TABLES = (
     "namespaces",

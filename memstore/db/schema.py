@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, DOUBLE_PRECISION, JSONB, TIMESTAMP, TSVECTOR
 
-from memstore.models import LAYER_MAX, NODE_KINDS, PRIVACY_MAX
+from memstore.models import LAYER_MAX, MAX_TAGS, NODE_KINDS, PRIVACY_MAX
 
 SCHEMA = "memstore"
 
@@ -152,6 +152,9 @@ nodes = Table(
         ),
         nullable=True,
     ),
+    # Last, as migration 0022 added it. Normalised by the API (memstore.models.normalise_tags);
+    # the bound here keeps a GIN entry small whoever writes.
+    Column("tags", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
     PrimaryKeyConstraint("namespace_id", "id", name="pk_nodes"),
     _namespace_fk("nodes"),
     CheckConstraint(f"kind IN {NODE_KINDS!r}", name="kind_known"),
@@ -167,6 +170,10 @@ nodes = Table(
     CheckConstraint(
         "content_hash IS NULL OR octet_length(content_hash) = 32", name="content_hash_sha256"
     ),
+    CheckConstraint(
+        f"cardinality(tags) <= {MAX_TAGS} AND array_position(tags, NULL) IS NULL",
+        name="tags_bounded",
+    ),
 )
 Index(
     "uq_nodes_content",
@@ -178,6 +185,10 @@ Index(
 )
 Index("ix_nodes_recorded", nodes.c.namespace_id, nodes.c.recorded_at)
 Index("ix_nodes_search", nodes.c.search, postgresql_using="gin")
+# Tag filters (tags @> ARRAY[...]): namespace_id as a GIN key needs btree_gin,
+# which the embedded server may lack, so the index is on tags alone and the
+# planner combines it with the namespace's own conditions.
+Index("ix_nodes_tags", nodes.c.tags, postgresql_using="gin")
 # Tiers (timeline, scratchpad, lessons, procedures, consolidation) are profiles
 # over nodes: find a tier's entry by key (label) or its newest entries.
 Index(

@@ -16,7 +16,7 @@ CREATE TEMP TABLE IF NOT EXISTS memstore_ingest_nodes (
     label text, content text, data jsonb, importance float4, confidence float4,
     decay_rate float4, privacy int2, protected bool, subject text, scope text,
     source text, actor text, run_id text, observed_at timestamptz,
-    valid_from timestamptz, valid_to timestamptz
+    valid_from timestamptz, valid_to timestamptz, tags text[]
 ) ON COMMIT DELETE ROWS
 
 -- clear_staging --
@@ -27,7 +27,7 @@ TRUNCATE memstore_ingest_nodes
 COPY memstore_ingest_nodes (
     content_hash, kind, node_type, tier, layer, label, content, data, importance,
     confidence, decay_rate, privacy, protected, subject, scope, source, actor, run_id,
-    observed_at, valid_from, valid_to
+    observed_at, valid_from, valid_to, tags
 ) FROM STDIN (FORMAT BINARY)
 
 -- insert_nodes --
@@ -39,11 +39,11 @@ COPY memstore_ingest_nodes (
 INSERT INTO memstore.nodes (
     namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
     importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
-    run_id, observed_at, valid_from, valid_to
+    run_id, observed_at, valid_from, valid_to, tags
 )
 SELECT %(ns)s, content_hash, kind, node_type, tier, layer, label, content, data,
        importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
-       run_id, observed_at, valid_from, valid_to
+       run_id, observed_at, valid_from, valid_to, tags
 FROM memstore_ingest_nodes
 ORDER BY kind, node_type, content_hash
 ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
@@ -119,7 +119,7 @@ SELECT nextval('memstore.nodes_id_seq'::regclass) FROM generate_series(1, %(n)s)
 COPY memstore.nodes (
     id, namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
     importance, confidence, decay_rate, privacy, protected, subject, scope, source, actor,
-    run_id, observed_at, valid_from, valid_to
+    run_id, observed_at, valid_from, valid_to, tags
 ) FROM STDIN (FORMAT BINARY)
 
 -- copy_vectors --

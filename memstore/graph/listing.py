@@ -23,7 +23,7 @@ from memstore.graph.rows import (
     to_node,
     within_ceiling,
 )
-from memstore.models import BIGINT_MAX, MAX_FILTER_ITEMS, Kind, Node
+from memstore.models import BIGINT_MAX, MAX_FILTER_ITEMS, Kind, Node, TagFilter
 
 LIST_LIMIT_MAX = 1000
 
@@ -38,6 +38,8 @@ class ListQuery(BaseModel):
     limit: int = Field(default=50, ge=1, le=LIST_LIMIT_MAX)
     kinds: list[Kind] | None = Field(default=None, max_length=MAX_FILTER_ITEMS)
     tiers: list[str] | None = Field(default=None, max_length=MAX_FILTER_ITEMS)
+    tags: TagFilter = None
+    """Only memories carrying every one of these tags."""
 
 
 class MemoryPage(BaseModel):
@@ -66,6 +68,8 @@ def list_page(conn: Connection, namespace_id: int, namespace: str, query: ListQu
         statement = statement.where(nodes.c.kind.in_(_unique(query.kinds)))
     if query.tiers:
         statement = statement.where(nodes.c.tier.in_(_unique(query.tiers)))
+    if query.tags:
+        statement = statement.where(nodes.c.tags.contains(query.tags))  # @>: ix_nodes_tags
     rows = list(conn.execute(statement).mappings())
     items = [to_node(row, namespace) for row in rows[: query.limit]]
     more = len(rows) > query.limit

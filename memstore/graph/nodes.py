@@ -24,12 +24,12 @@ from memstore.models import MemoryInput
 INPUT_COLUMNS = (
     "kind", "node_type", "tier", "layer", "label", "content", "data", "importance",
     "confidence", "decay_rate", "privacy", "protected", "subject", "scope", "source",
-    "actor", "run_id", "observed_at", "valid_from", "valid_to",
+    "actor", "run_id", "observed_at", "valid_from", "valid_to", "tags",
 )  # fmt: skip
 COPY_TYPES = (
     "text", "text", "text", "int2", "text", "text", "jsonb", "float4", "float4", "float4",
     "int2", "bool", "text", "text", "text", "text", "text", "timestamptz", "timestamptz",
-    "timestamptz",
+    "timestamptz", "text[]",
 )  # fmt: skip
 # The staging row of copy_nodes: content_hash, then the input columns.
 STAGING_TYPES = ["bytea", *COPY_TYPES]
@@ -40,6 +40,7 @@ DIRECT_TYPES = ["int8", "int8", *STAGING_TYPES]
 input_values = attrgetter(*INPUT_COLUMNS)
 CONTENT_AT = INPUT_COLUMNS.index("content")
 DATA_AT = INPUT_COLUMNS.index("data")
+TAGS_AT = INPUT_COLUMNS.index("tags")
 # remember_node runs again when a concurrent writer took its key; more
 # attempts than that mean the stored node is invisible to this transaction.
 REMEMBER_ATTEMPTS = 3
@@ -54,16 +55,19 @@ def row_values(item: MemoryInput, content: str) -> dict[str, Any]:
     values = item.model_dump(include=set(INPUT_COLUMNS))
     values["content"] = content
     values["data"] = item.data or {}
+    values["tags"] = item.tags or []
     return values
 
 
 def copy_values(item: MemoryInput, content: str) -> list[Any]:
     """The input columns of ``item`` as a COPY row writes them: the checked
-    ``content``, and ``{}`` for no data."""
+    ``content``, ``{}`` for no data and ``[]`` for no tags."""
     values: list[Any] = list(input_values(item))
     values[CONTENT_AT] = content
     if values[DATA_AT] is None:
         values[DATA_AT] = {}
+    if values[TAGS_AT] is None:
+        values[TAGS_AT] = []
     return values
 
 

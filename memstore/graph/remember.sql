@@ -26,18 +26,18 @@ WITH refused AS (
     INSERT INTO memstore.nodes (
         namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
         importance, confidence, decay_rate, privacy, protected, subject, scope, source,
-        actor, run_id, observed_at, valid_from, valid_to
+        actor, run_id, observed_at, valid_from, valid_to, tags
     )
     SELECT
         %(ns)s, %(content_hash)s, %(kind)s, %(node_type)s, %(tier)s, %(layer)s, %(label)s,
         %(content)s, %(data)s, %(importance)s, %(confidence)s, %(decay_rate)s, %(privacy)s,
         %(protected)s, %(subject)s, %(scope)s, %(source)s, %(actor)s, %(run_id)s,
-        %(observed_at)s, %(valid_from)s, %(valid_to)s
+        %(observed_at)s, %(valid_from)s, %(valid_to)s, %(tags)s::text[]
     WHERE NOT EXISTS (SELECT FROM refused)
     ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
     RETURNING id, kind, node_type, tier, layer, label, content, data, importance, confidence,
               decay_rate, privacy, protected, subject, scope, source, actor, run_id,
-              observed_at, valid_from, valid_to, recorded_at
+              observed_at, valid_from, valid_to, recorded_at, tags
 ),
 -- The vector of a node this statement created (no other transaction can see
 -- that node, so none can have written a vector for it). No vector given: none.
@@ -61,7 +61,7 @@ UNION ALL
 -- the memory under a key of its own, and the caller never learns of the other.
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n.importance,
        n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope, n.source,
-       n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+       n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at, n.tags,
        false AS created,
        (SELECT s.new_id FROM memstore.supersessions s
         JOIN memstore.nodes v ON v.namespace_id = %(ns)s AND v.id = s.new_id

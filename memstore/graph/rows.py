@@ -15,7 +15,7 @@ from memstore.models import Edge, Node, NodeStatus
 NODE_FIELDS = (
     "id", "kind", "node_type", "tier", "layer", "label", "content", "data", "importance",
     "confidence", "decay_rate", "privacy", "protected", "subject", "scope", "source", "actor",
-    "run_id", "observed_at", "valid_from", "valid_to", "recorded_at",
+    "run_id", "observed_at", "valid_from", "valid_to", "recorded_at", "tags",
 )  # fmt: skip
 
 

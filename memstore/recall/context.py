@@ -21,16 +21,21 @@ from memstore.recall.statement import RecallPlan
 QUERIES = named_queries(files("memstore.recall").joinpath("context.sql").read_text())
 
 
-def _tier_candidates(session: bool) -> sql.Composed:
-    """context.sql's tier read, for one session's turns or the whole timeline's."""
+def _tier_candidates(session: bool, tagged: bool = False) -> sql.Composed:
+    """context.sql's tier read, for one session's turns or the whole timeline's, of the
+    memories carrying the packet's tags when ``tagged``."""
     return sql.SQL(QUERIES["tier_candidates"]).format(
         columns=sql.SQL(QUERIES["columns"].strip()),
         current=sql.SQL(QUERIES["current"].strip()),
         session=sql.SQL(QUERIES["session"].strip() if session else ""),
+        tagged=sql.SQL(QUERIES["tagged"].strip() if tagged else ""),
     )
 
 
 TIER_CANDIDATES = {session: _tier_candidates(session) for session in (False, True)}
+# The same for a packet asked for with tags (a statement of its own, so the
+# untagged read keeps its plan when prepared).
+TAGGED_TIER_CANDIDATES = {session: _tier_candidates(session, True) for session in (False, True)}
 REDACTED_COUNT = sql.SQL(QUERIES["redacted_count"])
 
 
@@ -50,10 +55,11 @@ def read_packet_rows(
 ) -> PacketRows:
     """Send the recall, the tier read and the redactions count in one pipeline on ``conn``'s
     open transaction; ``tier_params`` are context.sql's (``session_id`` None: every
-    session's turns)."""
+    session's turns; ``tags`` None or absent: every memory)."""
     raw = conn.connection.driver_connection
     assert raw is not None
     session = tier_params["session_id"] is not None
+    tagged = bool(tier_params.get("tags"))
     with (
         raw.cursor(row_factory=dict_row) as recalled,
         raw.cursor() as tiered,
@@ -61,7 +67,8 @@ def read_packet_rows(
     ):
         with raw.pipeline():
             send(raw, recalled, run, prepare=prepare)
-            tiered.execute(TIER_CANDIDATES[session], tier_params, prepare=prepare)
+            statements = TAGGED_TIER_CANDIDATES if tagged else TIER_CANDIDATES
+            tiered.execute(statements[session], tier_params, prepare=prepare)
             counted.execute(REDACTED_COUNT, {"ns": tier_params["ns"]}, prepare=prepare)
         recall_rows = recalled.fetchall()
         tier_rows = tiered.fetchall()

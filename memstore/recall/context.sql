@@ -13,10 +13,11 @@
 -- fragment is tiers/common.py's is_current() (tests/integration/test_context.py
 -- checks that both read the same entries). The session fragment narrows the
 -- timeline to one session; without it, a statement of its own, so each keeps a
--- plan of its own when prepared.
+-- plan of its own when prepared. The tagged fragment, likewise, narrows every
+-- section to the memories carrying the packet's tags.
 (SELECT 'scratchpad' AS section, {columns}
  FROM memstore.nodes n
- WHERE n.namespace_id = %(ns)s AND n.tier = 'scratchpad' AND {current}
+ WHERE n.namespace_id = %(ns)s AND n.tier = 'scratchpad' AND {current} {tagged}
  ORDER BY n.observed_at DESC NULLS LAST, n.id DESC
  LIMIT %(max_pins)s)
 UNION ALL
@@ -27,19 +28,23 @@ UNION ALL
                       WHERE s.namespace_id = %(ns)s AND s.node_id = n.id),
                      n.confidence) AS confidence) AS c
  WHERE n.namespace_id = %(ns)s AND n.tier = 'lessons' AND {current}
-   AND c.confidence >= %(lesson_threshold)s
+   AND c.confidence >= %(lesson_threshold)s {tagged}
  ORDER BY c.confidence DESC, n.observed_at DESC NULLS LAST, n.id DESC
  LIMIT %(max_lessons)s)
 UNION ALL
 (SELECT 'timeline' AS section, {columns}
  FROM memstore.nodes n
  WHERE n.namespace_id = %(ns)s AND n.tier = 'timeline' AND n.node_type = 'Turn'
-   {session} AND {current}
+   {session} AND {current} {tagged}
  ORDER BY n.observed_at DESC NULLS LAST, n.id DESC
  LIMIT %(recent_turns)s)
 
 -- session --
 AND n.scope = %(session_id)s
+
+-- tagged --
+-- recall_context(tags=...): only memories carrying every tag (ix_nodes_tags).
+AND n.tags @> %(tags)s::text[]
 
 -- columns --
 -- What a packet shows of a memory (context.py's Entry): no data, nothing a

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from memstore.models import MAX_FILTER_ITEMS, Kind, Privacy, RecallMode
+from memstore.models import MAX_FILTER_ITEMS, Kind, Privacy, RecallMode, TagFilter
 
 NodeTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 TierName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -38,6 +38,8 @@ class RecallQuery(BaseModel):
     fusion: Fusion = "weighted"
     semantic_weight: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     """None: the embedder's own ``semantic_weight``, else DEFAULT_SEMANTIC_WEIGHT."""
+    tags: TagFilter = None
+    """Only memories carrying every one of these tags (normalised as stored); [] is None."""
 
     @property
     def filtered(self) -> bool:
@@ -51,6 +53,7 @@ class RecallQuery(BaseModel):
                 self.as_of,
                 self.valid_at,
                 self.privacy_ceiling,
+                self.tags or None,
             )
         )
 

@@ -31,6 +31,8 @@
       AND (%(kinds)s::text[] IS NULL OR n.kind = ANY(%(kinds)s::text[]))
       AND (%(node_types)s::text[] IS NULL OR n.node_type = ANY(%(node_types)s::text[]))
       AND (%(tiers)s::text[] IS NULL OR n.tier = ANY(%(tiers)s::text[]))
+      -- Every tag asked for (the GIN index ix_nodes_tags serves @>).
+      AND (%(tags)s::text[] IS NULL OR n.tags @> %(tags)s::text[])
       AND (%(privacy)s::int IS NULL OR n.privacy <= %(privacy)s::int)
       AND (%(valid_at)s::timestamptz IS NULL
            OR ((n.valid_from IS NULL OR n.valid_from <= %(valid_at)s::timestamptz)
@@ -154,6 +156,7 @@ JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::text AS data,
        n.importance, n.confidence, n.decay_rate, n.privacy, n.protected, n.subject, n.scope,
        n.source, n.actor, n.run_id, n.observed_at, n.valid_from, n.valid_to, n.recorded_at,
+       n.tags,
        -- The newer version's id only if it is within the ceiling (its id must
        -- not tell that it exists); "superseded" says the status either way.
        (SELECT s.new_id FROM memstore.supersessions s

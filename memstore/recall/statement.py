@@ -144,7 +144,7 @@ def recall_statement(
 def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
     """The transaction-local HNSW settings of a search that keeps ``pool`` candidates.
 
-    A ``filtered`` search (kinds, node types, tiers, privacy, as-of, valid-at)
+    A ``filtered`` search (kinds, node types, tiers, tags, privacy, as-of, valid-at)
     keeps a wider beam: the iterative scan returns enough rows either way, but
     with the plain beam the nearest rows that pass a 10% filter were found only
     90% of the time (recall_scale.py, 10k nodes).
@@ -221,6 +221,13 @@ def recall_params(
     use_vector = q.mode != "lexical" and vector is not None
     lexical_limit = (q.k if q.mode == "lexical" else q.pool) if q.mode != "semantic" else 0
     match_budget = max(MATCH_SHARE * text_stats[0], MATCH_BUDGET * lexical_limit)
+    match_share = MATCH_SHARE
+    if q.tags:
+        # The terms' document counts are the namespace's, not the tagged memories':
+        # a term chosen to guarantee the limit may match no tagged memory at all.
+        # So every query term matches, and BM25 scores only the tagged memories
+        # that share one (the tag filter joins before the scoring).
+        match_budget, match_share = math.inf, 1.0
     return {
         "ns": namespace_id,
         "text": q.text,
@@ -228,6 +235,7 @@ def recall_params(
         "kinds": q.kinds,
         "node_types": q.node_types,
         "tiers": q.tiers,
+        "tags": q.tags or None,
         "privacy": q.privacy_ceiling,
         "valid_at": q.valid_at,
         "as_of": q.as_of,
@@ -239,7 +247,7 @@ def recall_params(
         "k": q.k,
         "doc_count": max(text_stats[0], 1),
         "avg_length": max(text_stats[1], 1.0),
-        "match_share": MATCH_SHARE,
+        "match_share": match_share,
         "match_budget": match_budget,
         "match_cap": match_budget if q.mode == "hybrid" else math.inf,
         "known_terms": known[0],

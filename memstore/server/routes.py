@@ -242,15 +242,17 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)] = 50,
     kind: Annotated[list[Kind] | None, Query()] = None,
     tier: Annotated[list[str] | None, Query()] = None,
+    tag: Annotated[
+        list[str] | None, Query(description="Only memories carrying this tag (repeat: all of them)")
+    ] = None,
 ) -> Response:
     """Keyset pagination by id: pass ``next_cursor`` as ``cursor``; it is null on the last page.
 
-    ``tag`` is not supported yet (tags arrive with issue 21): sending it is a 422.
+    ``tag`` (repeatable) keeps the memories that carry every tag given.
     """
-    if "tag" in request.query_params:
-        raise InvalidInputError("filtering by tag is not supported yet", field="tag")
     ns, _ = _open(request, namespace, "read")
-    return _json(PAGE, ns.list_memories(after=cursor, limit=limit, kinds=kind, tiers=tier))
+    page = ns.list_memories(after=cursor, limit=limit, kinds=kind, tiers=tier, tags=tag)
+    return _json(PAGE, page)
 
 
 @api.get(NS + "/memories/{node_id}", summary="One memory, with its status", response_model=Node)

@@ -66,6 +66,7 @@ class Activator:
                         k=request.params.seed_count,
                         as_of=request.as_of,
                         privacy_ceiling=request.privacy_ceiling,
+                        tags=request.tags,
                     ),
                     vector,
                 )

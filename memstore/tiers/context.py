@@ -103,6 +103,7 @@ def gather(
         text=request.query,
         k=recall_size(request.budget_tokens),
         privacy_ceiling=ceiling,
+        tags=request.tags,
     )
     prepare = ns.settings.prepared_statements
     # Every read below runs under the ceiling: the recall and the pull filter by
@@ -117,6 +118,7 @@ def gather(
             "lesson_threshold": LESSON_THRESHOLD,
             "recent_turns": RECENT_TURNS,
             "session_id": request.session_id,
+            "tags": request.tags or None,
         }
         read = read_packet_rows(tx.conn, run, tier_params, prepare=prepare)
         recall_rows, tier_rows, redacted = read
@@ -158,6 +160,7 @@ def gather(
                     limit=40,
                     both_directions=True,
                     privacy_ceiling=ceiling,
+                    tags=request.tags,
                 ),
                 vector=vector,
                 model=ns.embedder.name,

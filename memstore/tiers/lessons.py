@@ -12,6 +12,7 @@ never delete: they tombstone, with a reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
@@ -136,27 +137,32 @@ class Lessons:
 
     # --- writing ----------------------------------------------------------------
 
-    def add(self, rule: str, *, source: str, confidence: float) -> Node:
+    def add(
+        self, rule: str, *, source: str, confidence: float, tags: Sequence[str] | None = None
+    ) -> Node:
         """Store a lesson; returns its node.
 
         Adding the rule of a current lesson again returns that lesson
         (ingest is idempotent); a removed lesson's rule is stored anew.
         Raises :class:`~memstore.errors.InvalidInputError` for an empty rule,
-        a missing source or a confidence outside [0, 1].
+        a missing source, a confidence outside [0, 1] or a bad tag (``tags``:
+        docs/recall.md, "Tags").
         """
-        item, vector = self._prepared(rule, source, confidence)
+        item, vector = self._prepared(rule, source, confidence, tags)
         with self.ns.transaction() as tx:
             return remember_fresh(tx, item, vector=vector)
 
-    def add_if_new(self, rule: str, *, source: str, confidence: float) -> Node:
+    def add_if_new(
+        self, rule: str, *, source: str, confidence: float, tags: Sequence[str] | None = None
+    ) -> Node:
         """The current lesson that ``rule`` nearly duplicates, else a new lesson.
 
         Near-duplicate: word-overlap Jaccard ≥ :data:`JACCARD_DUPLICATE` or
         cosine similarity ≥ :data:`COSINE_DUPLICATE` (the most similar wins).
         Forgotten lessons do not count. Concurrent calls are serialised, so two
-        near-duplicates added at once are stored once.
+        near-duplicates added at once are stored once. ``tags`` are a new lesson's.
         """
-        item, vector = self._prepared(rule, source, confidence)
+        item, vector = self._prepared(rule, source, confidence, tags)
         candidates = self._recall_candidates(item.content)
         with self.ns.transaction() as tx:
             lock_key(tx, LESSONS)
@@ -281,7 +287,7 @@ class Lessons:
     # --- helpers ----------------------------------------------------------------
 
     def _prepared(
-        self, rule: str, source: str, confidence: float
+        self, rule: str, source: str, confidence: float, tags: Sequence[str] | None = None
     ) -> tuple[MemoryInput, np.ndarray[Any, Any]]:
         """The lesson's node input and its vector, computed before any transaction opens."""
         lesson = validated(LessonInput, rule=rule, source=source, confidence=confidence)
@@ -294,6 +300,7 @@ class Lessons:
             tier=LESSONS,
             source=lesson.source,
             confidence=lesson.confidence,
+            tags=tags,
         )
         return item, self.ns.vectors([item], [text])
 

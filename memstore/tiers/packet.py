@@ -19,7 +19,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from memstore.errors import InvalidInputError
-from memstore.models import Node, Privacy
+from memstore.models import Node, Privacy, TagFilter
 from memstore.recall.injection import memory_signals
 
 TokenCounter = Callable[[str], int]
@@ -92,6 +92,8 @@ class ContextRequest(BaseModel):
     ) = None
     """The procedures section serves only procedures scoped to this role or to none (None:
     every procedure)."""
+    tags: TagFilter = None
+    """Every section holds only memories carrying every one of these tags."""
 
     @model_validator(mode="after")
     def _known_sections(self) -> ContextRequest:

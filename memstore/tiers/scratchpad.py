@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memstore.errors import EntryNotFoundError
 from memstore.graph.entries import count_current, current_entries
-from memstore.inputs import checked_reason, validated
+from memstore.inputs import checked_reason, checked_tags, validated
 from memstore.models import MemoryInput, Node
 from memstore.tiers.common import (
     SCRATCHPAD,
@@ -47,9 +48,13 @@ class Scratchpad:
     def __init__(self, ns: Scope):
         self.ns = ns
 
-    def pin(self, key: str, value: str) -> Node:
-        """Set ``key`` to ``value``; returns the current pin (the same one if the value is)."""
+    def pin(self, key: str, value: str, *, tags: Sequence[str] | None = None) -> Node:
+        """Set ``key`` to ``value``; returns the current pin (the same one if the value is).
+
+        ``tags`` (docs/recall.md, "Tags"): the pin's; None keeps the current pin's tags.
+        """
         given = validated(PinInput, key=key, value=value)
+        wanted = None if tags is None else checked_tags(tags)
         with self.ns.transaction() as tx:
             # Two concurrent pins of one key: the second waits, then revises the first's.
             lock_key(tx, SCRATCHPAD, given.key)
@@ -66,9 +71,11 @@ class Scratchpad:
                         tier=SCRATCHPAD,
                         label=given.key,
                         data={"key": given.key, "value": given.value},
+                        tags=wanted,
                     ),
                 )
-            if current[0].data.get("value") == given.value:
+            retag = {} if wanted is None else {"tags": wanted}
+            if current[0].data.get("value") == given.value and wanted in (None, current[0].tags):
                 return current[0]
             return tx.revise(
                 current[0].id,
@@ -77,6 +84,7 @@ class Scratchpad:
                 data={"key": given.key, "value": given.value},
                 # Versions may repeat an earlier value: each is its own node.
                 dedupe_key=f"pin\x1f{given.key}\x1f{current[0].id}",
+                **retag,
             )
 
     def unpin(self, key: str, *, reason: str = "unpinned") -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -49,9 +50,18 @@ class Timeline:
         self.recaller = recaller
 
     def ingest_turn(
-        self, role: str, content: str, session_id: str, *, at: datetime | None = None
+        self,
+        role: str,
+        content: str,
+        session_id: str,
+        *,
+        at: datetime | None = None,
+        tags: Sequence[str] | None = None,
     ) -> Node:
-        """Append a turn to its session (``at`` defaults to now); returns its node."""
+        """Append a turn to its session (``at`` defaults to now); returns its node.
+
+        ``tags`` are the turn's (docs/recall.md, "Tags"); a turn already stored keeps its own.
+        """
         turn = validated(TurnInput, role=role, content=content, session_id=session_id, at=at)
         text = checked_content(turn.content, limit=self.ns.settings.max_content_bytes)
         with self.ns.transaction() as tx:
@@ -78,6 +88,7 @@ class Timeline:
                     observed_at=moment,
                     data={"role": turn.role, "session_id": turn.session_id},
                     dedupe_key=f"turn\x1f{turn.session_id}\x1f{moment.isoformat()}",
+                    tags=tags,
                 )
             )
             if created and previous:

@@ -181,6 +181,30 @@ def test_memory_commands_round_trip(database_url, tmp_path):
         assert json.loads(cli("get", str(version), "--json").stdout)["content"] == ""
 
 
+def test_tags_on_the_command_line(database_url):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = run(*args, "--namespace", "cli-tags", url=database_url)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    tagged = json.loads(
+        cli("remember", "Ship the beta", "--tag", "Work", "--tag", "beta", "--json").stdout
+    )
+    assert tagged["tags"] == ["work", "beta"]
+    cli("remember", "Ship the holiday photos", "--tag", "home")
+    hits = json.loads(cli("recall", "ship", "--tag", "work", "--json").stdout)
+    assert [h["node"]["id"] for h in hits] == [tagged["id"]]
+    activated = json.loads(cli("activate", "ship", "--tag", "home", "--json").stdout)
+    assert [i["snippet"] for i in activated["working_memory"]] == ["Ship the holiday photos"]
+    packet = cli("context", "ship", "--tag", "beta").stdout
+    assert "Ship the beta" in packet and "holiday" not in packet
+    assert "work, beta" in cli("get", str(tagged["id"])).stdout
+    revised = cli("revise", str(tagged["id"]), "Ship the beta today", "--reason", "r", "--json")
+    assert json.loads(revised.stdout)["tags"] == ["work", "beta"]
+    bad = run("remember", "x", "--tag", "", "--namespace", "cli-tags", url=database_url)
+    assert bad.returncode == 1 and "tags" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_activate_follows_edges_and_its_json_is_the_bounded_projection(database_url):
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         done = run(*args, "--namespace", "cli-activate", url=database_url)

@@ -19,7 +19,7 @@ def world(store, database_url):
     home = ns.remember("Alice lives in Lisbon", kind="semantic", tier="facts")
     moved = ns.revise(home.id, "Alice lives in Porto", reason="she moved")
     again = ns.revise(moved.id, "Alice lives in Braga", reason="moved again")
-    tea = ns.remember("Alice likes green tea")
+    tea = ns.remember("Alice likes green tea", tags=["alice", "drinks"])
     phone = ns.remember("Alice's phone is 555 0100", tier="facts")
     noise = ns.remember("a passing remark", tier="chatter")
     stale = ns.remember("Bob plays chess")

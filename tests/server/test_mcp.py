@@ -162,6 +162,19 @@ def test_recall_takes_lists_sent_as_strings(ns):
         assert [h["kind"] for h in hits] == ["semantic"], kinds
 
 
+def test_remember_and_recall_take_tags(ns):
+    server = server_for(ns)
+    tagged = ok(
+        call(server, "memory_remember", {"content": "The launch is in May", "tags": "Work, urgent"})
+    )["memory"]
+    assert tagged["tags"] == ["work", "urgent"]
+    ok(call(server, "memory_remember", {"content": "The launch party is in June"}))
+    found = call(server, "memory_recall", {"query": "launch", "tags": ["WORK"]})
+    hits = ok(found)["hits"]
+    assert [(h["id"], h["tags"]) for h in hits] == [(tagged["id"], ["work", "urgent"])]
+    assert 'tags "work, urgent"' in text_of(found)
+
+
 def test_recalled_memories_are_quoted_data_with_injection_flags(ns):
     ns.remember(INJECTION)
     result = call(server_for(ns), "memory_recall", {"query": "previous instructions"})
@@ -193,6 +206,8 @@ def test_context_is_a_rendered_packet(ns):
         ("memory_remember", {"content": "nul \x00 inside"}),
         ("memory_remember", {"content": "x", "importance": 7}),
         ("memory_remember", {"content": "x", "observed_at": "yesterday-ish"}),
+        ("memory_remember", {"content": "x", "tags": ["ok", "bell\x07"]}),
+        ("memory_recall", {"query": "x", "tags": ["x" * 65]}),
         ("memory_recall", {"query": "x", "k": 0}),
         ("memory_recall", {"query": "x", "mode": "psychic"}),
         ("memory_context", {"query": "x", "budget_tokens": 1}),

@@ -66,6 +66,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "both_directions: 'bool' = False",
             "session_id: 'str | None' = None",
             "params: 'ActivationParams | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> Activation',
         ),
         "apply": (
@@ -106,6 +107,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | Unchanged | None' = KEEP",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | Unchanged | None' = KEEP",
             "dedupe_key: 'str | Unchanged | None' = KEEP",
+            "tags: 'Sequence[str] | Unchanged' = KEEP",
             '-> Node',
         ),
         "maintain": (
@@ -144,6 +146,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "kinds: 'list[Kind] | None' = None",
             "tiers: 'list[str] | None' = None",
             "privacy_ceiling: 'int | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> MemoryPage',
         ),
         "link": (
@@ -189,6 +192,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "privacy_ceiling: 'int | None' = None",
             "fusion: 'Fusion' = 'weighted'",
             "semantic_weight: 'float | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> list[Hit]',
         ),
         "recall_context": (
@@ -200,6 +204,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "session_id: 'str | None' = None",
             "privacy_ceiling: 'int | None' = None",
             "role: 'str | None' = None",
+            "tags: 'list[str] | None' = None",
             '-> ContextPacket',
         ),
         "redact": (
@@ -234,6 +239,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | None' = None",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | None' = None",
             "dedupe_key: 'str | None' = None",
+            "tags: 'Sequence[str] | None' = None",
             '-> Node',
         ),
         "remember_many": (
@@ -270,6 +276,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "valid_to: 'datetime | Unchanged | None' = KEEP",
             "embedding: 'Sequence[float] | np.ndarray[Any, Any] | Unchanged | None' = KEEP",
             "dedupe_key: 'str | Unchanged | None' = KEEP",
+            "tags: 'Sequence[str] | Unchanged' = KEEP",
             '-> Node',
         ),
         "scratchpad": "cached_property",
@@ -365,6 +372,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "session_id: 'str'",
             '*',
             "at: 'datetime | None' = None",
+            "tags: 'Sequence[str] | None' = None",
             '-> Node',
         ),
         "recent": (
@@ -387,7 +395,13 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         "count": ('*', "privacy_ceiling: 'int | None' = None", '-> int'),
         "get": ("key: 'str'", '*', "privacy_ceiling: 'int | None' = None", '-> Node | None'),
         "history": ("key: 'str'", '*', "privacy_ceiling: 'int | None' = None", '-> list[Node]'),
-        "pin": ("key: 'str'", "value: 'str'", '-> Node'),
+        "pin": (
+            "key: 'str'",
+            "value: 'str'",
+            '*',
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
         "unpin": ("key: 'str'", '*', "reason: 'str' = 'unpinned'", '-> int'),
     },
     "KeyedEntries": {
@@ -427,8 +441,22 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
         ),
     },
     "Lessons": {
-        "add": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
-        "add_if_new": ("rule: 'str'", '*', "source: 'str'", "confidence: 'float'", '-> Node'),
+        "add": (
+            "rule: 'str'",
+            '*',
+            "source: 'str'",
+            "confidence: 'float'",
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
+        "add_if_new": (
+            "rule: 'str'",
+            '*',
+            "source: 'str'",
+            "confidence: 'float'",
+            "tags: 'Sequence[str] | None' = None",
+            '-> Node',
+        ),
         "all": ('*', "privacy_ceiling: 'int | None' = None", '-> list[Lesson]'),
         "count": ('*', "privacy_ceiling: 'int | None' = None", '-> int'),
         "decay_unused": ("factor: 'float'", "min_confidence: 'float'", '-> DecayResult'),
