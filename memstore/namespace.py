@@ -263,9 +263,10 @@ class Namespace:
     ) -> ContextPacket:
         """A token-budgeted context packet for ``query`` (docs/tiers.md).
 
-        Sections and default shares: scratchpad 35%, lessons 25% (confidence
+        Sections and default shares: scratchpad 30%, lessons 20% (confidence
         ≥ 0.8), procedures 15%, timeline 15% (``session_id`` narrows its
-        recent turns), graph 10% (spreading activation). Budget a section
+        recent turns), graph 10% (spreading activation), lifecycle 10%
+        (recalled lifecycle records, open pressures, fresh short-term ones). Budget a section
         leaves unused flows to the others; ``token_counter`` (default: four
         characters a token) counts the rendered text, which never exceeds
         ``budget_tokens``. No section holds a memory above ``privacy_ceiling``
@@ -638,7 +639,6 @@ class Namespace:
         return cache.rebuild(
             self._scope.engine, self.id, self.embedder, batch_size=batch_size, progress=progress
         )
-
 
     # --- listing (appended: the REST API's GET /memories) ------------------------------
 
