@@ -307,6 +307,10 @@ class Node(BaseModel):
     status: NodeStatus
     superseded_by: int | None = None
     """The next version, when this node was revised."""
+    last_confirmed_at: datetime | None = None
+    """When a later observation last confirmed it: ``ns.confirm``, or ``ns.remember`` of
+    the same content while it is current (None: never). Transaction time, as
+    ``recorded_at``; a confirmation belongs to this version, not to its lineage."""
 
 
 class Edge(BaseModel):

@@ -36,6 +36,7 @@ from memstore.models import (
     TargetKind,
 )
 from memstore.recall.query import Fusion
+from memstore.services import confirmation
 from memstore.services.activation import Activator
 from memstore.services.ingest import Ingester
 from memstore.services.recall import Recaller
@@ -676,6 +677,23 @@ class Namespace:
         'color'
         """
         return KeyedEntries(self._scope, tier)
+
+    # --- confirmation (IRIS, docs/recall.md) -----------------------------------------------
+
+    def confirm(self, node_id: int) -> Node:
+        """Record that a later observation confirmed the current memory ``node_id``.
+
+        Returns the node with its new ``last_confirmed_at`` (the transaction's
+        time). ``remember`` of content already stored as a current memory
+        confirms it too. A superseded version raises
+        :class:`~memstore.errors.NodeSupersededError` naming the current one (a
+        confirmation belongs to the version that was observed); a forgotten or
+        redacted memory raises its error, a missing id ``NodeNotFoundError``.
+
+        >>> ns.confirm(node.id).last_confirmed_at  # doctest: +SKIP
+        datetime.datetime(2026, 12, 3, 9, 0, tzinfo=datetime.timezone.utc)
+        """
+        return confirmation.confirm(self._scope, node_id)
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

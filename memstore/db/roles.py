@@ -82,6 +82,7 @@ READER_TABLES = (
     "edge_state",
     "embeddings",
     "redactions",
+    "confirmations",
 )
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",

@@ -370,6 +370,28 @@ activations = Table(
 )
 Index("ix_activations_node", activations.c.namespace_id, activations.c.node_id, activations.c.at)
 
+# A later observation that confirmed a memory (IRIS's "confirmed" time;
+# sql/11_confirmations.sql, docs/recall.md). Append-only, and it holds no words
+# of anyone's: an erasure has nothing to blank here. A node's last_confirmed_at
+# is the newest row's time, read through ix_confirmations_node (one index probe
+# per node, in the statement that reads the node).
+confirmations = Table(
+    "confirmations",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    _recorded_at("at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_confirmations"),
+    _node_fk("confirmations", "node_id"),
+)
+Index(
+    "ix_confirmations_node",
+    confirmations.c.namespace_id,
+    confirmations.c.node_id,
+    confirmations.c.at.desc(),
+)
+
 node_state = Table(
     "node_state",
     metadata,
@@ -548,6 +570,7 @@ APPEND_ONLY_TABLES = (
     "operations",
     "activations",
     "redactions",
+    "confirmations",
 )
 # Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
 MUTABLE_STATE_TABLES = ("node_state", "edge_state")
