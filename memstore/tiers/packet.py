@@ -19,6 +19,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memstore.errors import InvalidInputError
+from memstore.law.policy import AGENCY, DURABLE, INCUBATION, INTERVENTION, SHORT_TERM
 from memstore.models import Node, Privacy
 from memstore.recall.injection import memory_signals
 
@@ -45,7 +46,7 @@ TITLES = {
 }
 # The lifecycle records a packet shows (memstore.law.policy's tiers; identity,
 # clusters and the policy are not memories about the world).
-LIFECYCLE_SECTION_TIERS = ("durable", "short_term", "incubation", "agency", "intervention")
+LIFECYCLE_SECTION_TIERS = (DURABLE, SHORT_TERM, INCUBATION, AGENCY, INTERVENTION)
 LESSON_THRESHOLD = 0.8
 # One recall feeds every section: one hit per TOKENS_PER_HIT tokens of budget,
 # within these bounds. A 2000-token packet held ~7 recalled items, of rank 30
