@@ -10,6 +10,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from memstore import MemoryStore
+from memstore.config import Settings
+from memstore.embedding import HashingEmbedder
 from memstore.errors import (
     InvalidInputError,
     NodeNotFoundError,
@@ -122,3 +125,19 @@ def test_confirmations_are_append_only(ns, database_url):
             assert "confirmations are append-only" in str(refused.value)
             conn.rollback()
     assert confirmations(database_url, node.id) == 1
+
+
+def test_a_memory_above_the_ceiling_is_not_found_and_not_confirmed(ns, database_url):
+    secret = ns.remember("Ana's diagnosis is private", node_type="Fact", privacy=3)
+    low = Settings(privacy_ceiling=0)
+    with MemoryStore.open(database_url, settings=low, embedder=HashingEmbedder()) as store:
+        confined = store.namespace(ns.name)
+        with pytest.raises(NodeNotFoundError) as hidden:
+            confined.confirm(secret.id)
+        with pytest.raises(NodeNotFoundError) as never:
+            confined.confirm(2**62)
+    # The same words as for an id never used: the error must not tell it exists.
+    assert str(hidden.value).replace(str(secret.id), "N") == str(never.value).replace(
+        str(2**62), "N"
+    )
+    assert confirmations(database_url, secret.id) == 0
