@@ -378,6 +378,10 @@ class Node(BaseModel):
     """The next version, when this node was revised."""
     tags: list[str] = Field(default_factory=list)
     """The memory's tags (empty for memories stored without, and once erased)."""
+    last_confirmed_at: datetime | None = None
+    """When a later observation last confirmed it: ``ns.confirm``, or ``ns.remember`` of
+    the same content while it is current (None: never). Transaction time, as
+    ``recorded_at``; a confirmation belongs to this version, not to its lineage."""
 
 
 class Edge(BaseModel):

@@ -36,6 +36,7 @@ from memstore.models import (
     TargetKind,
 )
 from memstore.recall.query import Fusion
+from memstore.services import confirmation
 from memstore.services.activation import Activator
 from memstore.services.ingest import Ingester
 from memstore.services.maintenance import Maintainer, MaintainRequest, MaintenanceReport
@@ -267,9 +268,10 @@ class Namespace:
     ) -> ContextPacket:
         """A token-budgeted context packet for ``query`` (docs/tiers.md).
 
-        Sections and default shares: scratchpad 35%, lessons 25% (confidence
+        Sections and default shares: scratchpad 30%, lessons 20% (confidence
         ≥ 0.8), procedures 15%, timeline 15% (``session_id`` narrows its
-        recent turns), graph 10% (spreading activation). Budget a section
+        recent turns), graph 10% (spreading activation), lifecycle 10%
+        (recalled lifecycle records, open pressures, fresh short-term ones). Budget a section
         leaves unused flows to the others; ``token_counter`` (default: four
         characters a token) counts the rendered text, which never exceeds
         ``budget_tokens``. No section holds a memory above ``privacy_ceiling``
@@ -749,6 +751,22 @@ class Namespace:
             lesson_min_confidence=settings.maintain_lesson_min_confidence,
             hebbian_decay=settings.maintain_hebbian_decay,
         )
+    # --- confirmation (IRIS, docs/recall.md) -----------------------------------------------
+
+    def confirm(self, node_id: int) -> Node:
+        """Record that a later observation confirmed the current memory ``node_id``.
+
+        Returns the node with its new ``last_confirmed_at`` (the transaction's
+        time). ``remember`` of content already stored as a current memory
+        confirms it too. A superseded version raises
+        :class:`~memstore.errors.NodeSupersededError` naming the current one (a
+        confirmation belongs to the version that was observed); a forgotten or
+        redacted memory raises its error, a missing id ``NodeNotFoundError``.
+
+        >>> ns.confirm(node.id).last_confirmed_at  # doctest: +SKIP
+        datetime.datetime(2026, 12, 3, 9, 0, tzinfo=datetime.timezone.utc)
+        """
+        return confirmation.confirm(self._scope, node_id)
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

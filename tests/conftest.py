@@ -251,6 +251,12 @@ class Seed:
             " VALUES (%s, %s, 0.7) RETURNING id",
             (ns, self.home),
         )
+        self.confirmation = self._one(
+            conn,
+            "INSERT INTO memstore.confirmations (namespace_id, node_id)"
+            " VALUES (%s, %s) RETURNING id",
+            (ns, self.home),
+        )
         conn.execute(
             "INSERT INTO memstore.node_state (namespace_id, node_id, activation_count)"
             " VALUES (%s, %s, 1)",

@@ -45,7 +45,13 @@ PULL_COLUMNS = (
     "given_current", "given_known", "given_live",
     "moment",
 )  # fmt: skip
-NODE_ROWS = sql.SQL("SELECT * FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[])")
+# With each node's newest confirmation (memstore/graph/confirmations.py).
+NODE_ROWS = sql.SQL(
+    "SELECT r.*, (SELECT f.at FROM memstore.confirmations f"
+    " WHERE f.namespace_id = %(ns)s AND f.node_id = r.id"
+    " ORDER BY f.at DESC LIMIT 1) AS last_confirmed_at"
+    " FROM memstore.node_rows(%(ns)s, %(ids)s::bigint[]) AS r"
+)
 # Which of the pulled nodes carry every tag of a filter (ix_nodes_tags, or the
 # primary key for a small neighbourhood: the planner picks).
 TAGGED = sql.SQL(

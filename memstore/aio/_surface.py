@@ -144,6 +144,7 @@ class AsyncNamespace(Offloaded[Namespace]):
     activate = verb(Namespace.activate)
     apply = verb(Namespace.apply)
     clear = verb(Namespace.clear)
+    confirm = verb(Namespace.confirm)
     consolidation = part(Namespace.consolidation, AsyncConsolidation)
     cultivate = verb(Namespace.cultivate)
     decay_hebbian = verb(Namespace.decay_hebbian)

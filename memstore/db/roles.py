@@ -56,7 +56,7 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "api_keys": (),
     "api_key_revocations": (),
     # Summaries are written only by memstore.summarise_activations (SECURITY
-    # DEFINER, owned by memstore_maintainer, sql/11_maintenance.sql).
+    # DEFINER, owned by memstore_maintainer, sql/12_maintenance.sql).
     "activation_summaries": ("SELECT",),
 }
 
@@ -86,6 +86,7 @@ READER_TABLES = (
     "edge_state",
     "embeddings",
     "redactions",
+    "confirmations",
 )
 APP_FUNCTIONS = (
     "memstore.open_namespace(text, jsonb)",
@@ -133,7 +134,7 @@ def admin_sql() -> str:
         "-- The erasure role the migrations expect (sql/03_redaction.sql creates it too).",
         _CREATE.format(role="memstore_redactor", options="NOLOGIN"),
         "",
-        "-- The telemetry-retention role (sql/11_maintenance.sql creates it too).",
+        "-- The telemetry-retention role (sql/12_maintenance.sql creates it too).",
         _CREATE.format(role="memstore_maintainer", options="NOLOGIN"),
         "",
     ]

@@ -384,6 +384,28 @@ Index("ix_activations_node", activations.c.namespace_id, activations.c.node_id, 
 # Retention (ns.maintain) removes a namespace's oldest rows first.
 Index("ix_activations_at", activations.c.namespace_id, activations.c.at)
 
+# A later observation that confirmed a memory (IRIS's "confirmed" time;
+# sql/11_confirmations.sql, docs/recall.md). Append-only, and it holds no words
+# of anyone's: an erasure has nothing to blank here. A node's last_confirmed_at
+# is the newest row's time, read through ix_confirmations_node (one index probe
+# per node, in the statement that reads the node).
+confirmations = Table(
+    "confirmations",
+    metadata,
+    Column("namespace_id", BigInteger, nullable=False),
+    Column("id", BigInteger, Identity(always=True), nullable=False),
+    Column("node_id", BigInteger, nullable=False),
+    _recorded_at("at"),
+    PrimaryKeyConstraint("namespace_id", "id", name="pk_confirmations"),
+    _node_fk("confirmations", "node_id"),
+)
+Index(
+    "ix_confirmations_node",
+    confirmations.c.namespace_id,
+    confirmations.c.node_id,
+    confirmations.c.at.desc(),
+)
+
 node_state = Table(
     "node_state",
     metadata,
@@ -551,7 +573,7 @@ api_key_revocations = Table(
     ),
 )
 
-# Procedures learn from outcomes (sql/11_maintenance.sql, docs/tiers.md): one
+# Procedures learn from outcomes (sql/12_maintenance.sql, docs/tiers.md): one
 # row per reported success or failure of one procedure version, with the
 # episode that produced it (a node of the namespace, or a run id). The golden
 # (success) and rejected (failure) examples are these rows: append-only.
@@ -644,10 +666,11 @@ APPEND_ONLY_TABLES = (
     "procedure_outcomes",
     "procedure_roles",
     "maintenance_runs",
+    "confirmations",
 )
 # Telemetry: append-only for everyone but memstore.summarise_activations, which
 # summarises rows older than the retention into activation_summaries and only
-# then removes them (sql/11_maintenance.sql). Truth tables are never pruned.
+# then removes them (sql/12_maintenance.sql). Truth tables are never pruned.
 TELEMETRY_TABLES = ("activations",)
 # Learned numbers: UPDATE allowed, DELETE/TRUNCATE never.
 MUTABLE_STATE_TABLES = ("node_state", "edge_state", "activation_summaries")

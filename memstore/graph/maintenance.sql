@@ -15,7 +15,7 @@ WHERE r.namespace_id = :ns
 
 -- summarise --
 -- Telemetry past its retention into activation_summaries, then removed
--- (sql/11_maintenance.sql: the only DELETE the activations guard allows).
+-- (sql/12_maintenance.sql: the only DELETE the activations guard allows).
 SELECT s.summarised, s.summaries
 FROM memstore.summarise_activations(:ns, :before) AS s
 

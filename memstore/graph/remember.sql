@@ -49,7 +49,7 @@ vector AS (
 )
 SELECT c.*, true AS created,
        NULL::bigint AS superseded_by, false AS superseded, false AS tombstoned,
-       false AS redacted
+       false AS redacted, NULL::timestamptz AS last_confirmed_at
 FROM created c
 UNION ALL
 -- The node already stored under the key, when this statement's snapshot sees
@@ -73,7 +73,10 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data, n
        EXISTS (SELECT FROM memstore.tombstones t
                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
        EXISTS (SELECT FROM memstore.redactions r
-               WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted
+               WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
+       (SELECT f.at FROM memstore.confirmations f
+        WHERE f.namespace_id = %(ns)s AND f.node_id = n.id
+        ORDER BY f.at DESC LIMIT 1) AS last_confirmed_at
 FROM memstore.nodes n
 WHERE n.namespace_id = %(ns)s AND n.kind = %(kind)s AND n.node_type = %(node_type)s
   AND n.content_hash = %(content_hash)s

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from memstore.db.queries import any_of
 from memstore.db.schema import edges, embeddings, nodes, redactions, supersessions, tombstones
+from memstore.graph.confirmations import last_confirmed
 from memstore.models import Edge, Node, NodeStatus
 
 NODE_FIELDS = (
@@ -83,6 +84,7 @@ def node_columns(node: sa.FromClause, namespace_id: int) -> list[sa.ColumnElemen
         is_superseded(node, namespace_id).label("superseded"),
         is_tombstoned(node, namespace_id).label("tombstoned"),
         is_redacted(node, namespace_id).label("redacted"),
+        last_confirmed(node, namespace_id).label("last_confirmed_at"),
     ]
 
 
@@ -112,6 +114,9 @@ def to_node(row: Mapping[Any, Any], namespace: str) -> Node:
             row["redacted"],
         ),
         superseded_by=row["superseded_by"],
+        # Every statement that reads nodes for callers selects it (node_columns,
+        # recall.sql, remember.sql, activation's node rows); others read none.
+        last_confirmed_at=row["last_confirmed_at"] if "last_confirmed_at" in row else None,
     )
 
 

@@ -63,6 +63,7 @@ from memstore.law.policy import (
 )
 from memstore.law.receipt import OpResult, Receipt
 from memstore.models import MemoryInput, Node
+from memstore.services.confirmation import confirm_again
 
 from ..tiers.common import lock_key, remember_fresh
 from .facts import load_facts, lock_proposals
@@ -581,7 +582,9 @@ class Applying:
         """What :meth:`Namespace.remember` writes."""
         fields = op.model_dump(exclude={"op"}, exclude_unset=True)
         fields.setdefault("actor", self.actor)
-        return Written.of(nodes=[self.tx.remember_item(MemoryInput(**fields)).id])
+        # As ns.remember: content already stored as a current memory is confirmed.
+        node = confirm_again(self.tx, *self.tx.store_item(MemoryInput(**fields)))
+        return Written.of(nodes=[node.id])
 
     def link(self, op: Link) -> Written:
         """What :meth:`Namespace.link` writes."""

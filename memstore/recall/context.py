@@ -1,7 +1,8 @@
 """The reads of one context packet (memstore/tiers/context.py), in one pipeline.
 
 A packet's recall statement (planned by the caller), the tiers' own candidates
-(pinned facts, confident lessons, recent turns) and the count of redacted
+(pinned facts, confident lessons, recent turns, open agency pressures,
+fresh short-term records) and the count of redacted
 memories travel together: one wait for the server (context.sql).
 """
 
@@ -45,7 +46,7 @@ class PacketRows(NamedTuple):
     recalled: list[dict[str, Any]]
     """The recall statement's rows."""
     tiers: list[tuple[Any, ...]]
-    """(section, then the columns of an entry) per tier candidate."""
+    """(section, then the fields of an entry) per tier candidate."""
     redacted: int
     """Redacted memories of the namespace."""
 

@@ -169,6 +169,9 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::t
                WHERE t.namespace_id = %(ns)s AND t.node_id = n.id) AS tombstoned,
        EXISTS (SELECT 1 FROM memstore.redactions r
                WHERE r.namespace_id = %(ns)s AND r.node_id = n.id) AS redacted,
+       (SELECT f.at FROM memstore.confirmations f
+        WHERE f.namespace_id = %(ns)s AND f.node_id = n.id
+        ORDER BY f.at DESC LIMIT 1) AS last_confirmed_at,
        {similarity} AS similarity,
        {lexical} AS lexical,
        {semantic_rank} AS semantic_rank,

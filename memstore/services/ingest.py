@@ -20,7 +20,8 @@ from memstore.graph.nodes import QUERIES as NODE_QUERIES
 from memstore.graph.nodes import analyze_nodes, copy_nodes, may_copy_directly, remember_params
 from memstore.graph.rows import to_node
 from memstore.inputs import validated
-from memstore.models import MemoryInput, Node
+from memstore.models import MemoryInput, Node, NodeStatus
+from memstore.services.confirmation import confirm_again
 from memstore.services.scope import Scope
 from memstore.tx import NamespaceTransaction, check_direct, check_kind
 
@@ -72,12 +73,20 @@ class Ingester:
             prepare=scope.settings.prepared_statements,
         )
         if rows:
-            return to_node(rows[0], scope.name)
+            node = to_node(rows[0], scope.name)
+            if rows[0]["created"] or node.status is not NodeStatus.CURRENT:
+                return node
+            # Already stored as a current memory: that memory observed again,
+            # a confirmation (memstore/services/confirmation.py). Only then a
+            # second transaction: a new memory stays one round trip.
+            with scope.transaction() as tx:
+                return confirm_again(tx, node, False)
         # A concurrent writer stored the same memory after the statement's
-        # snapshot: a new transaction sees its node. (Or the namespace policy
-        # refuses the kind: the statement wrote nothing, and this raises.)
+        # snapshot: a new transaction sees its node (and confirms it). Or the
+        # namespace policy refuses the kind: the statement wrote nothing, and
+        # this raises.
         with scope.transaction() as tx:
-            return tx.remember_item(item, vector=vector)
+            return confirm_again(tx, *tx.store_item(item, vector=vector))
 
     def remember_many(
         self,

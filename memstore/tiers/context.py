@@ -2,8 +2,9 @@
 
 ``ns.recall_context(query, budget_tokens)`` gathers candidates from every tier
 in one transaction — one hybrid recall over the whole namespace, the pinned
-facts, the confident lessons, the session's recent turns, and spreading
-activation from the best hits — ranks each section's candidates by relevance
+facts, the confident lessons, the session's recent turns, the open agency
+pressures and fresh short-term records, and spreading activation from the best
+hits — ranks each section's candidates by relevance
 to the query, then fills each section up to its share of the budget
 (:mod:`memstore.tiers.packet`, which reads no database). Budget a section
 leaves unused flows to the others. The rendered packet never exceeds the
@@ -21,16 +22,20 @@ from memstore.embedding import cache
 from memstore.graph import outcomes
 from memstore.graph.rows import fetch_nodes
 from memstore.inputs import validated
+from memstore.law.policy import AGENCY, SHORT_TERM
 from memstore.recall import RecallQuery
 from memstore.recall import ranked as recall_ranked
 from memstore.recall.context import read_packet_rows
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 from memstore.tiers.packet import (
+    FRESH_SHORT_TERM,
     INSTRUCTION_MARK,
     LESSON_THRESHOLD,
+    LIFECYCLE_SECTION_TIERS,
     MAX_LESSONS,
     MAX_PINS,
     MIN_RECALL,
+    OPEN_PRESSURES,
     RECALL_POOL,
     RECENT_TURNS,
     ContextItem,
@@ -117,6 +122,8 @@ def gather(
             "max_lessons": MAX_LESSONS,
             "lesson_threshold": LESSON_THRESHOLD,
             "recent_turns": RECENT_TURNS,
+            "open_pressures": OPEN_PRESSURES,
+            "fresh_short_term": FRESH_SHORT_TERM,
             "session_id": request.session_id,
             "tags": request.tags or None,
         }
@@ -129,7 +136,9 @@ def gather(
         timings["recall"] = elapsed_ms(started)
 
         started = time.perf_counter()
-        entries: dict[str, list[Entry]] = {SCRATCHPAD: [], LESSONS: [], TIMELINE: []}
+        entries: dict[str, list[Entry]] = {
+            SCRATCHPAD: [], LESSONS: [], TIMELINE: [], AGENCY: [], SHORT_TERM: []
+        }  # fmt: skip
         for section, *fields in tier_rows:
             entries[section].append(Entry(*fields))
         candidates: dict[str, list[tuple[Entry, float, str]]] = {}
@@ -142,6 +151,14 @@ def gather(
         relevant_turns = [Entry.of_row(r.row) for r in top if r.row["tier"] == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
         candidates["timeline"] = by_relevance(turns, relevance, "recent turn")
+        # Lifecycle records the query recalled first, then what is open whatever
+        # the query: the strongest pressures, the newest short-term records.
+        lifecycle = [Entry.of_row(r.row) for r in top if r.row["tier"] in LIFECYCLE_SECTION_TIERS]
+        candidates["lifecycle"] = (
+            by_relevance(lifecycle, relevance, "")
+            + [(e, 0.0, "open pressure") for e in entries[AGENCY] if e.id not in relevance]
+            + [(e, 0.0, "fresh short-term") for e in entries[SHORT_TERM] if e.id not in relevance]
+        )
         timings["tiers"] = elapsed_ms(started)
 
         started = time.perf_counter()

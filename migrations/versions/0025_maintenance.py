@@ -9,7 +9,7 @@ and how far decay has been applied). The role memstore_maintainer owns
 memstore.summarise_activations (SECURITY DEFINER), the only code that may
 remove activations rows, and only after summarising them.
 
-A frozen copy of sql/11_maintenance.sql at this revision.
+A frozen copy of sql/12_maintenance.sql at this revision.
 
 Revision ID: 0025
 Revises: 0021
@@ -24,11 +24,11 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0025"
-down_revision: str | Sequence[str] | None = "0021"
+down_revision: str | Sequence[str] | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# sql/11_maintenance.sql
+# sql/12_maintenance.sql
 MAINTENANCE_SQL = r"""
 -- Maintenance and procedure outcomes (docs/operations.md "Maintenance",
 -- docs/tiers.md "Procedures").

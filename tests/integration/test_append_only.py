@@ -19,6 +19,7 @@ ROW_AND_COLUMN = {
     "operations": ("id", "operation", "outcome", "'rejected'"),
     "activations": ("id", "activation", "strength", "0.0"),
     "redactions": ("id", "redaction", "reason", "'never happened'"),
+    "confirmations": ("id", "confirmation", "at", "now() - interval '1 day'"),
     "node_state": ("node_id", "home", "activation_count", "2"),
     "edge_state": ("edge_id", "edge", "hebbian_weight", "0.5"),
     "proposals": ("id", "proposal", "rationale", "'rewritten'"),

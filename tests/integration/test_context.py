@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore.errors import InvalidInputError
+from memstore.tiers.packet import SECTIONS
 from tests.conftest import row_counts
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -40,6 +41,21 @@ def agent(store):
     allergy = ns.remember("Maya is allergic to peanuts", node_type="Safety", layer=0)
     ns.link(dinner.id, allergy.id, relation="constrained_by", weight=0.9)
     ns.consolidation.record(3, "Planned the dinner", 1200)
+    ns.apply(
+        [
+            {
+                "op": "record_short_term",
+                "anatomy": {
+                    "target": "dinner",
+                    "claim_or_question": "Rui leaves early on Fridays",
+                    "tension": "the dinner is on Friday",
+                    "action_implication": "book an early table",
+                    "anchors": ["anchor:missing"],
+                },
+            }
+        ],
+        phase="rumination",
+    )
     return ns
 
 
@@ -47,7 +63,7 @@ def test_every_tier_reaches_the_packet_with_provenance(agent):
     packet = agent.recall_context("plan the team dinner", budget_tokens=2000)
     by_section = {s.name: s for s in packet.sections}
     assert [s.name for s in packet.sections] == [
-        "scratchpad", "lessons", "procedures", "timeline", "graph",
+        "scratchpad", "lessons", "procedures", "timeline", "graph", "lifecycle",
     ]  # fmt: skip
     contents = {s.name: [i.content for i in s.items] for s in packet.sections}
     assert "city: Lisbon" in contents["scratchpad"]
@@ -55,6 +71,7 @@ def test_every_tier_reaches_the_packet_with_provenance(agent):
     assert any("book-dinner" in c for c in contents["procedures"])
     assert "user: Can you plan the team dinner?" in contents["timeline"]
     assert "Maya is allergic to peanuts" in contents["graph"]  # reached through an edge
+    assert contents["lifecycle"] == ["Rui leaves early on Fridays"]
     allergy = next(i for i in by_section["graph"].items if "peanuts" in i.content)
     assert allergy.reason.startswith("activated from") and "constrained_by" in allergy.reason
     for item in packet.items():
@@ -127,16 +144,14 @@ def test_the_recall_behind_a_packet_grows_with_its_budget():
 
 @given(
     budget=st.integers(64, 3000),
-    shares=st.lists(st.floats(0, 0.2), min_size=5, max_size=5),
+    shares=st.lists(st.floats(0, 0.16), min_size=6, max_size=6),
     query=st.text(min_size=1, max_size=60).filter(lambda q: q.strip() and "\x00" not in q),
 )
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_the_packet_never_exceeds_its_budget(agent, budget, shares, query):
-    allocation = dict(
-        zip(["scratchpad", "lessons", "procedures", "timeline", "graph"], shares, strict=True)
-    )
+    allocation = dict(zip(SECTIONS, shares, strict=True))
     try:
         packet = agent.recall_context(query, budget_tokens=budget, allocation=allocation)
     except InvalidInputError as exc:  # a budget smaller than the header itself
@@ -212,10 +227,33 @@ def test_the_packets_tier_read_sees_what_current_entries_sees(store):
     from psycopg.rows import dict_row
 
     from memstore.graph.entries import current_entries
+    from memstore.law.policy import AGENCY, SHORT_TERM
     from memstore.recall.context import TIER_CANDIDATES
     from memstore.tiers.common import LESSONS, SCRATCHPAD, TIMELINE
 
     ns = store.namespace(f"tier-read-{uuid.uuid4().hex[:8]}")
+    anatomy = {
+        "target": "t", "claim_or_question": "c", "tension": "t",
+        "action_implication": "a", "anchors": ["anchor:missing"],
+    }  # fmt: skip
+    ns.apply(
+        [
+            {"op": "record_short_term", "anatomy": {**anatomy, "claim_or_question": f"c{i}"}}
+            for i in range(3)
+        ]
+        + [
+            {
+                "op": "upsert_agency_pressure",
+                "key": key,
+                "target": key,
+                "pressure": p,
+                "rationale": "r",
+            }
+            for key, p in (("a", 0.2), ("b", 0.9), ("c", 0.5))
+        ],
+        phase="rumination",
+    )
+    ns.apply([{"op": "retire_agency_pressure", "key": "c", "reason": "done"}], phase="wake")
     for key in ("city", "team", "diet"):
         ns.scratchpad.pin(key, f"{key} value")
     ns.scratchpad.pin("city", "Porto")  # a new version supersedes the old
@@ -231,6 +269,8 @@ def test_the_packets_tier_read_sees_what_current_entries_sees(store):
         "max_lessons": 200,
         "lesson_threshold": 0.8,
         "recent_turns": 8,
+        "open_pressures": 8,
+        "fresh_short_term": 8,
         "session_id": "s1",
     }
     for session in (False, True):
@@ -240,12 +280,18 @@ def test_the_packets_tier_read_sees_what_current_entries_sees(store):
                 rows = cursor.execute(TIER_CANDIDATES[session], params).fetchall()
             read = {
                 tier: [r["id"] for r in rows if r["section"] == tier]
-                for tier in (SCRATCHPAD, LESSONS, TIMELINE)
+                for tier in (SCRATCHPAD, LESSONS, TIMELINE, AGENCY, SHORT_TERM)
             }
+            # Pressures come strongest first; current_entries reads newest first.
+            pressures = current_entries(conn, ns, AGENCY)
+            pressures.sort(key=lambda n: -n.importance)
             expected = {
                 SCRATCHPAD: [n.id for n in current_entries(conn, ns, SCRATCHPAD)],
                 LESSONS: [n.id for n in current_entries(conn, ns, LESSONS)],
                 TIMELINE: [n.id for n in current_entries(conn, ns, TIMELINE)],
+                AGENCY: [n.id for n in pressures],
+                SHORT_TERM: [n.id for n in current_entries(conn, ns, SHORT_TERM)],
             }
         assert read == expected
         assert len(read[SCRATCHPAD]) == 2 and len(read[LESSONS]) == 1 and len(read[TIMELINE]) == 3
+        assert len(read[AGENCY]) == 2 and len(read[SHORT_TERM]) == 3

@@ -54,6 +54,8 @@ WRITES: dict[str, set[str]] = {
     "Namespace": {
         "remember", "remember_many", "link", "revise", "forget", "redact", "apply", "sleep",
         "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings", "maintain",
+        "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings",
+        "confirm",
     },
     "NamespaceTransaction": {
         "remember", "remember_item", "store_item", "link", "revise", "forget", "redact",

@@ -110,6 +110,7 @@ def test_status_counts_rows_of_every_table(database_url, seed):
         "edge_state",
         "embeddings",
         "redactions",
+        "confirmations",
     }
     assert counts["nodes"] >= 4 and counts["redactions"] >= 1
     assert "***" in status.database_url or "@" not in status.database_url.split("?")[0]

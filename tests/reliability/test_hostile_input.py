@@ -273,6 +273,12 @@ def lineage(data: st.DataObject, t: Targets) -> Call:
 
 
 @entry_point
+def confirm(data: st.DataObject, t: Targets) -> Call:
+    node_id = data.draw(ids(t))
+    return lambda: t["ns"].confirm(node_id)
+
+
+@entry_point
 def recall(data: st.DataObject, t: Targets) -> Call:
     query = data.draw(maybe(texts))
     options = data.draw(

@@ -15,6 +15,7 @@ import pytest
 from memstore.errors import InvalidInputError
 from memstore.tiers.packet import (
     INSTRUCTION_MARK,
+    SECTIONS,
     ContextRequest,
     Entry,
     Gathered,
@@ -26,7 +27,9 @@ from memstore.tiers.packet import (
 WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
-def entry(node_id: int, content: str, tier: str | None = None) -> Entry:
+def entry(
+    node_id: int, content: str, tier: str | None = None, confidence: float | None = None
+) -> Entry:
     return Entry(
         id=node_id,
         kind="semantic",
@@ -38,6 +41,7 @@ def entry(node_id: int, content: str, tier: str | None = None) -> Entry:
         actor=None,
         observed_at=None,
         recorded_at=WHEN,
+        confidence=confidence,
     )
 
 
@@ -48,9 +52,7 @@ def gathered(
     missing: list[int] | None = None,
     stale: list[int] | None = None,
 ) -> Gathered:
-    sections: dict[str, list[tuple[Entry, float, str]]] = {
-        name: [] for name in ("scratchpad", "lessons", "procedures", "timeline", "graph")
-    }
+    sections: dict[str, list[tuple[Entry, float, str]]] = {name: [] for name in SECTIONS}
     for name, entries in candidates.items():
         sections[name] = [(e, 1.0 / (i + 1), f"rank {i + 1}") for i, e in enumerate(entries)]
     return Gathered(sections, redacted, missing or [], stale or [])
@@ -90,7 +92,7 @@ def test_budget_a_section_leaves_unused_flows_to_the_others():
     pins = [entry(i, "p" * 200, "scratchpad") for i in range(1, 40)]
     alone = packet(gathered({"scratchpad": pins}), 1000)
     (pinned,) = [s for s in alone.sections if s.name == "scratchpad"]
-    assert pinned.tokens_used > pinned.budget_tokens  # more than its 35% share
+    assert pinned.tokens_used > pinned.budget_tokens  # more than its 30% share
 
 
 def test_a_memory_is_shown_once_whichever_sections_found_it():
@@ -136,3 +138,43 @@ def test_warnings_name_only_what_the_packet_shows():
 def test_the_packet_times_its_fill():
     made = packet(gathered({"graph": [entry(1, "a fact")]}))
     assert "assemble" in made.timings_ms
+
+
+def test_the_default_shares_give_every_section_a_part_and_add_up_to_one():
+    request = ContextRequest(query="q")
+    assert set(request.allocation) == set(SECTIONS) and "lifecycle" in SECTIONS
+    assert all(share > 0 for share in request.allocation.values())
+    assert sum(request.allocation.values()) == pytest.approx(1.0)
+
+
+def test_the_lifecycle_section_keeps_to_its_share_then_takes_what_flows():
+    records = [entry(200 + i, "r" * 200, "durable") for i in range(40)]
+    pins = [entry(i, "p" * 200, "scratchpad") for i in range(1, 40)]
+    both = packet(gathered({"scratchpad": pins, "lifecycle": records}), 2000)
+    (lifecycle,) = [s for s in both.sections if s.name == "lifecycle"]
+    assert lifecycle.title == "Lifecycle memories" and lifecycle.share == 0.10
+    line = max(item.tokens for item in lifecycle.items)
+    assert lifecycle.budget_tokens - line < lifecycle.tokens_used
+    # Alone, it takes the budget the empty sections leave.
+    alone = packet(gathered({"lifecycle": records}), 2000)
+    (only,) = [s for s in alone.sections if s.name == "lifecycle"]
+    assert only.tokens_used > 5 * only.budget_tokens
+    assert alone.tokens_used <= 2000
+    assert "## Lifecycle memories" in alone.render()
+
+
+def test_a_lifecycle_record_already_shown_elsewhere_is_not_repeated():
+    record = entry(9, "Deploys fail on Fridays", "durable")
+    made = packet(gathered({"graph": [record], "lifecycle": [record]}))
+    assert [(s.name, [i.id for i in s.items]) for s in made.sections if s.items] == [("graph", [9])]
+
+
+def test_each_item_carries_and_shows_its_confidence():
+    made = packet(
+        gathered({"lessons": [entry(1, "check diets", "lessons", 0.9)], "graph": [entry(2, "x")]})
+    )
+    by_id = {item.id: item for item in made.items()}
+    assert by_id[1].confidence == 0.9 and by_id[2].confidence is None
+    text = made.render()
+    assert "#1 · Memory · 2024-05-01 12:00 · confidence 0.90]" in text
+    assert "#2 · Memory · 2024-05-01 12:00]" in text

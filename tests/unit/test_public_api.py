@@ -78,6 +78,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             '-> Receipt',
         ),
         "clear": ('*', "reason: 'str'", "actor: 'str | None' = None", '-> int'),
+        "confirm": ("node_id: 'int'", '-> Node'),
         "connection": ('*', "privacy_ceiling: 'int | None' = None", '-> Iterator[Connection]'),
         "consolidation": "cached_property",
         "cultivate": (
