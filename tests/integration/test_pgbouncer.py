@@ -107,7 +107,7 @@ def pooled_url(database_url: str) -> Iterator[str]:
         [binary, str(root / "pgbouncer.ini")],
         user=user,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # it logs to its logfile
     )
     url = f"postgresql://memstore@127.0.0.1:{port}/memstore"
     try:
@@ -118,7 +118,8 @@ def pooled_url(database_url: str) -> Iterator[str]:
                 break
             except psycopg.OperationalError:
                 if process.poll() is not None:
-                    log = (root / "pgbouncer.log").read_text() if (root / "pgbouncer.log").exists() else ""
+                    logfile = root / "pgbouncer.log"
+                    log = logfile.read_text() if logfile.exists() else ""
                     raise RuntimeError(f"pgbouncer exited: {log[-2000:]}") from None
                 time.sleep(0.1)
         yield url
