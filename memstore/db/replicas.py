@@ -77,14 +77,21 @@ def read_urls(value: str | Sequence[str] | None) -> list[str]:
 
     >>> read_urls("postgresql://r1/db, postgresql://r2/db")
     ['postgresql://r1/db', 'postgresql://r2/db']
+    >>> read_urls(["postgresql://r1/db", ""])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memstore.errors.ConfigurationError: read_url must be a URL, URLs separated by commas, or ...
     """
     if value is None:
         return []
-    parts = value.split(",") if isinstance(value, str) else list(value)
-    urls = [part.strip() for part in parts if isinstance(part, str) and part.strip()]
-    if len(urls) != len(parts) and not isinstance(value, str):
-        raise ConfigurationError("read_url must be a URL, a comma-separated text or a list of URLs")
-    return urls
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, Sequence) or not all(
+        isinstance(part, str) and part.strip() for part in value
+    ):
+        raise ConfigurationError(
+            "read_url must be a URL, URLs separated by commas, or a list of URLs"
+        )
+    return [part.strip() for part in value]
 
 
 @dataclass
