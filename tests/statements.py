@@ -22,6 +22,10 @@ the schema and role checks (memstore/db/integrity/, roles.py, migrate.py, engine
 and the embedded server. On Citus these are multi-shard queries, which it runs; they
 are not on the path of a tenant's request.
 
+Only this process's statements are captured: the CLI run as a subprocess by the
+acceptance tests and servers started in subprocesses are not (they are shells over
+the same verbs, which the in-process tests drive).
+
 At the end of the session the distinct statements are checked with
 :func:`tests.citus.violations`; a violation fails the session, naming the statement
 and the module that sent it. ``MEMSTORE_TEST_STATEMENTS=off`` turns the capture off

@@ -118,7 +118,7 @@ def test_every_read_verb_runs_on_the_replica(pair):
 
 def test_a_store_reads_its_own_writes_while_the_replica_lags(pair):
     _, replica = pair
-    with open_store(pair) as store, open_store(pair, stale_ok=True) as stale:
+    with open_store(pair) as store, open_store(pair, stale_ok=True, max_replica_lag=600) as stale:
         ns = store.namespace(f"ryw-{uuid.uuid4().hex[:8]}")
         ns.remember("the first memory")
         wait_for_replay(pair)
