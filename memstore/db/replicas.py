@@ -169,14 +169,16 @@ class ReadRouter:
             with self._lock:
                 if self._wrote:
                     self._wrote = False
-                    with self._primary_read(), self.primary.connect() as conn:
+                    with self.read_on_primary(), self.primary.connect() as conn:
                         lsn = conn.exec_driver_sql(_PRIMARY_LSN).scalar_one()
                         conn.rollback()
                     self._target = max(self._target, parse_lsn(lsn))
         return self._target
 
     @contextmanager
-    def _primary_read(self) -> Iterator[None]:
+    def read_on_primary(self) -> Iterator[None]:
+        """Mark this thread's use of the primary in the block as a read: a connection it
+        returns to the pool does not count as a possible write (read-your-writes)."""
         previous = getattr(self._local, "reading", False)
         self._local.reading = True
         try:
@@ -262,7 +264,7 @@ class ReadRouter:
                     replica.reads += 1
                     yield value
                     return
-            stack.enter_context(self._primary_read())
+            stack.enter_context(self.read_on_primary())
             self.primary_reads += 1
             yield stack.enter_context(open_on(self.primary))
 
@@ -278,7 +280,7 @@ class ReadRouter:
                 if not failed_to_reach(exc):
                     raise
                 self._mark_down(replica, exc)
-        with self._primary_read():
+        with self.read_on_primary():
             self.primary_reads += 1
             return read(self.primary)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import numpy as np
@@ -123,7 +123,9 @@ class Scope:
         """Whether the namespace has been created (by a first successful write); looking
         never creates it."""
         if self._id is None:
-            with transaction(self.engine) as conn:
+            # A lookup on the primary, not a write: reads need not wait for a replica.
+            looking = self.reads.read_on_primary() if self.reads else nullcontext()
+            with looking, transaction(self.engine) as conn:
                 self._id = find_namespace(conn, self.name)
         return self._id is not None
 
