@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from memstore.models import MAX_FILTER_ITEMS, Kind, Privacy, RecallMode
+from memstore.models import MAX_FILTER_ITEMS, PRIVACY_MAX, Kind, Privacy, RecallMode
 
 NodeTypeName = Annotated[str, Field(min_length=1, max_length=64)]
 TierName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -41,18 +41,16 @@ class RecallQuery(BaseModel):
 
     @property
     def filtered(self) -> bool:
-        """Whether a filter narrows the candidates beyond current memories."""
+        """Whether a filter narrows the candidates beyond current memories.
+
+        A privacy ceiling of every level (the default the services fill in) narrows
+        nothing: counting it made every recall search with the widened beam (ef_search
+        400 for k=10), 3x the time of raw pgvector at 100k (docs/benchmark-notes.md).
+        """
         return any(
             value is not None
-            for value in (
-                self.kinds,
-                self.node_types,
-                self.tiers,
-                self.as_of,
-                self.valid_at,
-                self.privacy_ceiling,
-            )
-        )
+            for value in (self.kinds, self.node_types, self.tiers, self.as_of, self.valid_at)
+        ) or (self.privacy_ceiling is not None and self.privacy_ceiling < PRIVACY_MAX)
 
     @property
     def pool(self) -> int:

@@ -30,6 +30,7 @@ from memstore.recall import (
     run_in,
     sample_term_counts,
     searched_exactly,
+    shares_index,
 )
 from memstore.recall import hits as recall_hits
 from memstore.recall import plan as recall_plan
@@ -107,6 +108,7 @@ class Recaller:
             confined=stats.confined,
             text_stats=(stats.documents, stats.avg_length),
             terms=terms,
+            shares_index=shares_index(stats.vectors, stats.indexed),
         )
 
     def learn(self, rows: list[dict[str, Any]]) -> None:
