@@ -179,5 +179,27 @@ class Settings(BaseSettings):
         description=(
             "Factor one decay step multiplies the learned (Hebbian) weight of an edge not"
             " fired within the decay period by."
+    read_database_url: str | None = Field(
+        default=None,
+        description=(
+            "Streaming replicas for reads (recall, activate, recall_context, get, lineage,"
+            " listings, tier reads): one URL or several separated by commas. Writes and"
+            " reads inside a write transaction use database_url (docs/operations.md)."
+        ),
+    )
+    max_replica_lag: float = Field(
+        default=10.0,
+        ge=0.0,
+        le=86_400.0,
+        description=(
+            "Seconds a replica may lag behind its primary and still serve reads; a replica"
+            " further behind (or unreachable) is skipped with a warning."
+        ),
+    )
+    stale_ok: bool = Field(
+        default=False,
+        description=(
+            "Let reads use a replica that has not yet replayed this store's own last write"
+            " (no read-your-writes; saves a round trip to the primary after each write)."
         ),
     )

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memstore.activation.model import Activation, ActivationParams
 from memstore.config import Settings
+from memstore.db.replicas import ReadRouter
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import InvalidInputError
@@ -63,8 +64,16 @@ class Namespace:
     True
     """
 
-    def __init__(self, engine: Engine, name: str, *, settings: Settings, embedder: Embedder):
-        self._scope = Scope(engine, name, settings=settings, embedder=embedder)
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        *,
+        settings: Settings,
+        embedder: Embedder,
+        reads: ReadRouter | None = None,
+    ):
+        self._scope = Scope(engine, name, settings=settings, embedder=embedder, reads=reads)
         self._recall = Recaller(self._scope)
         self._activation = Activator(self._scope, self._recall)
         self._ingest = Ingester(self._scope)

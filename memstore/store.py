@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
@@ -15,6 +15,7 @@ from memstore.config import Settings
 from memstore.db import migrate
 from memstore.db.embedded import EmbeddedServer
 from memstore.db.engine import connect_checked, create_engine
+from memstore.db.replicas import ReadRouter, read_urls
 from memstore.db.status import namespace_sizes, row_counts, server_versions
 from memstore.db.transaction import transaction
 from memstore.db.urls import mask
@@ -49,8 +50,10 @@ class MemoryStore:
         settings: Settings,
         embedder: Embedder,
         embedded: EmbeddedServer | None = None,
+        reads: ReadRouter | None = None,
     ):
         self._engine: Engine | None = engine
+        self._reads = reads
         self._url = url
         self._embedded = embedded
         self.settings = settings
@@ -66,6 +69,7 @@ class MemoryStore:
         settings: Settings | None = None,
         auto_upgrade: bool | None = None,
         embedder: Embedder | None = None,
+        read_url: str | Sequence[str] | None = None,
     ) -> MemoryStore:
         """Open the store at ``url``, else ``MEMSTORE_DATABASE_URL``, else the embedded server.
 
@@ -78,6 +82,11 @@ class MemoryStore:
         ``embedder`` turns text into vectors; by default the neural model when
         the ``neural`` extra is installed, else the hashing embedder
         (``MEMSTORE_EMBEDDER`` chooses explicitly).
+
+        ``read_url`` (else ``MEMSTORE_READ_DATABASE_URL``; a list, or URLs separated by
+        commas) names streaming replicas of ``url``: reads go to one that has replayed
+        this store's last write and lags at most ``max_replica_lag`` seconds, everything
+        else to ``url`` (docs/operations.md, "Read replicas").
         """
         if url is not None and not url.strip():
             # An empty URL is a caller's bug, not a request for the user's own
@@ -95,7 +104,9 @@ class MemoryStore:
             url = embedded.start()
         if auto_upgrade is None:
             auto_upgrade = embedded is not None
+        replicas = read_urls(read_url if read_url is not None else settings.read_database_url)
         engine = create_engine(url)
+        reads: ReadRouter | None = None
         try:
             connect_checked(engine)
             if auto_upgrade:
@@ -105,12 +116,21 @@ class MemoryStore:
                     migrate.upgrade(engine)
             with transaction(engine) as conn:
                 migrate.require_current(conn)
+            if replicas:
+                reads = ReadRouter(
+                    engine,
+                    replicas,
+                    max_lag=settings.max_replica_lag,
+                    stale_ok=settings.stale_ok,
+                )
         except BaseException:
             engine.dispose()
             if embedded is not None:
                 embedded.stop()
             raise
-        return cls(engine, url=url, settings=settings, embedder=embedder, embedded=embedded)
+        return cls(
+            engine, url=url, settings=settings, embedder=embedder, embedded=embedded, reads=reads
+        )
 
     @property
     def engine(self) -> Engine:
@@ -141,7 +161,9 @@ class MemoryStore:
             if kept is not None:
                 self._namespaces.move_to_end(name)
                 return kept
-        opened = Namespace(engine, name, settings=self.settings, embedder=self.embedder)
+        opened = Namespace(
+            engine, name, settings=self.settings, embedder=self.embedder, reads=self._reads
+        )
         with self._namespaces_lock:
             kept = self._namespaces.setdefault(name, opened)  # a concurrent opener may have won
             self._namespaces.move_to_end(name)
@@ -200,6 +222,9 @@ class MemoryStore:
         """Release connections; stop the embedded server if this was its last user."""
         with self._namespaces_lock:
             self._namespaces.clear()
+        if self._reads is not None:
+            self._reads.dispose()
+            self._reads = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None

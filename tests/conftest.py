@@ -392,3 +392,31 @@ def app_url(roles_applied: str) -> str:
 def reader_url(roles_applied: str) -> str:
     """This module's database as memstore_reader, the operators' role."""
     return as_role(roles_applied, "memstore_reader")
+
+
+# --- every statement the package sends, checked for Citus (tests/statements.py) --------
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from tests import statements
+
+    statements.install()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests import statements
+
+    found = statements.CAPTURE.violations()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and statements.CAPTURE.sent:
+        reporter.write_sep("-", "statements the package sent (tests/statements.py)")
+        reporter.write_line(
+            f"{statements.CAPTURE.count} sent"
+            f" ({len(statements.CAPTURE.sent)} distinct), checked for a namespace filter"
+            f" in every table reference: {len(found)} without"
+        )
+    if found:
+        if reporter is not None:
+            for line in found:
+                reporter.write_line(f"  {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -24,6 +24,7 @@ from memstore.recall.statement import (
     recall_statement,
     search_settings,
     searched_exactly,
+    shares_index,
 )
 from memstore.recall.terms import TermCounts
 
@@ -52,4 +53,5 @@ __all__ = [
     "search_settings",
     "searched_exactly",
     "send",
+    "shares_index",
 ]

@@ -159,6 +159,20 @@ def hnsw_settings(pool: int, *, filtered: bool = False) -> sql.Composed:
     return sql.SQL("; ").join(set_local(search_settings(pool, filtered=filtered)))
 
 
+# A namespace holding less than this share of its model's HNSW index filters the walk.
+SOLE_INDEX_SHARE = 0.9
+
+
+def shares_index(vectors: int, indexed: int | None) -> bool:
+    """Whether other namespaces hold a good part of the model's HNSW index, so that a walk
+    of it for this namespace is a filtered search.
+
+    >>> shares_index(100_000, 100_000), shares_index(100_000, 1_000_000)
+    (False, True)
+    """
+    return indexed is not None and vectors < SOLE_INDEX_SHARE * indexed
+
+
 def searched_exactly(vectors: int, indexed: int | None) -> bool:
     """Whether a namespace of ``vectors`` vectors is compared exactly rather than through HNSW.
 
@@ -191,12 +205,15 @@ def plan(
     confined: bool,
     text_stats: tuple[int, float] = (1, 1.0),
     terms: TermCounts | None = None,
+    shares_index: bool = False,
 ) -> RecallPlan:
     """The statement for ``q`` (see :func:`recall`); nothing runs yet.
 
     ``terms``: cached document counts of common terms to offer the statement
     (memstore/recall/terms.py); never for a ``confined`` role, whose counts
-    depend on its privacy ceiling.
+    depend on its privacy ceiling. ``shares_index``: the namespace is a part of
+    the model's HNSW index (other namespaces hold the rest), so its own
+    ``namespace_id`` filters the walk like any filter and the beam is widened.
     """
     known: tuple[list[str], list[int]] = ([], [])
     if terms is not None and not confined and q.mode != "semantic":
@@ -206,7 +223,7 @@ def plan(
     return RecallPlan(
         recall_statement(embedder.name, embedder.dims, exact, q.mode, confined),
         params,
-        search_settings(q.pool, filtered=q.filtered) if hnsw else {},
+        search_settings(q.pool, filtered=q.filtered or shares_index) if hnsw else {},
     )
 
 

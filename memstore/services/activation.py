@@ -50,9 +50,15 @@ class Activator:
             vector = scope.embedder.embed([request.query])[0]
             if not vector.any():
                 vector = None
-        with pipelined_namespace_transaction(
-            scope.engine, scope.id, privacy_ceiling=request.privacy_ceiling
-        ) as tx:
+        # Learning writes: an activation that learns runs on the primary.
+        opened = (
+            pipelined_namespace_transaction(
+                scope.engine, scope.id, privacy_ceiling=request.privacy_ceiling
+            )
+            if request.learn
+            else scope.pipelined_reading(privacy_ceiling=request.privacy_ceiling)
+        )
+        with opened as tx:
             conn = tx.conn
             start: dict[int, float] = {}
             given = request.seeds or []

@@ -30,6 +30,7 @@ from memstore.recall import (
     run_in,
     sample_term_counts,
     searched_exactly,
+    shares_index,
 )
 from memstore.recall import hits as recall_hits
 from memstore.recall import plan as recall_plan
@@ -54,14 +55,16 @@ class Recaller:
         vector = self.vector(spec)
         self.scope.exists()  # another process may have created it since
         run = self.plan(spec, vector)
-        rows = in_one_round_trip(
-            self.scope.engine,
-            self.scope.id,
-            run.statement,
-            run.params,
-            privacy_ceiling=spec.privacy_ceiling,
-            settings=run.settings,
-            prepare=self.scope.settings.prepared_statements,
+        rows = self.scope.read(
+            lambda engine: in_one_round_trip(
+                engine,
+                self.scope.id,
+                run.statement,
+                run.params,
+                privacy_ceiling=spec.privacy_ceiling,
+                settings=run.settings,
+                prepare=self.scope.settings.prepared_statements,
+            )
         )
         self.learn(rows)
         return recall_hits(rows, spec, self.scope.embedder, self.scope.name)
@@ -105,6 +108,7 @@ class Recaller:
             confined=stats.confined,
             text_stats=(stats.documents, stats.avg_length),
             terms=terms,
+            shares_index=shares_index(stats.vectors, stats.indexed),
         )
 
     def learn(self, rows: list[dict[str, Any]]) -> None:
@@ -118,8 +122,8 @@ class Recaller:
         confines: its counts depend on its privacy ceiling."""
         if not self.term_counts.current_for(stats.documents):
             if conn is None:
-                with self.scope.connection() as fresh:
-                    return self.common_terms(stats, fresh)
+                with self.scope.reading() as fresh:
+                    return self.common_terms(stats, fresh.conn)
             self.term_counts = sample_term_counts(conn, self.scope.id, stats.documents)
         return self.term_counts
 
@@ -133,8 +137,8 @@ class Recaller:
         cached = self.cached_stats
         if cached is None or cached[0] != self.scope.id or now - cached[2] > STATS_TTL:
             if conn is None:
-                with self.scope.connection() as fresh:
-                    return self.stats(fresh)
+                with self.scope.reading() as fresh:
+                    return self.stats(fresh.conn)
             model, dims = self.scope.embedder.name, self.scope.embedder.dims
             stats = namespace_stats(conn, self.scope.id, model)._replace(
                 indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import threading
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.config import Settings
-from memstore.db.transaction import declare_scope, namespace_transaction, transaction
+from memstore.db.replicas import ReadRouter
+from memstore.db.transaction import (
+    PipelinedTransaction,
+    declare_scope,
+    namespace_transaction,
+    pipelined_namespace_transaction,
+    transaction,
+)
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import InvalidInputError
@@ -29,6 +36,8 @@ from memstore.models import PRIVACY_MAX, MemoryInput, check_clean
 from memstore.tx import NamespaceTransaction
 
 NAME_MAX_BYTES = 2048
+
+T = TypeVar("T")
 
 # The id a read uses for a name nobody has written to yet: identity ids start at
 # 1, so every statement scoped to it finds nothing, and nothing is created.
@@ -82,8 +91,18 @@ def checked_ceiling(value: object, default: int) -> int:
 class Scope:
     """One namespace of one store: its identity, settings, embedder and transactions."""
 
-    def __init__(self, engine: Engine, name: str, *, settings: Settings, embedder: Embedder):
+    def __init__(
+        self,
+        engine: Engine,
+        name: str,
+        *,
+        settings: Settings,
+        embedder: Embedder,
+        reads: ReadRouter | None = None,
+    ):
         self.engine = engine
+        # Where reads go when the store has replicas (None: every read on ``engine``).
+        self.reads = reads
         self.name = check_namespace_name(name)
         self.embedder = embedder
         self.settings = settings
@@ -104,7 +123,9 @@ class Scope:
         """Whether the namespace has been created (by a first successful write); looking
         never creates it."""
         if self._id is None:
-            with transaction(self.engine) as conn:
+            # A lookup on the primary, not a write: reads need not wait for a replica.
+            looking = self.reads.read_on_primary() if self.reads else nullcontext()
+            with looking, transaction(self.engine) as conn:
                 self._id = find_namespace(conn, self.name)
         return self._id is not None
 
@@ -135,8 +156,41 @@ class Scope:
     def reading(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
         """See :meth:`memstore.namespace.Namespace.reading`: never creates the namespace."""
         ceiling = self.ceiling(privacy_ceiling)
-        with self.connection(privacy_ceiling=ceiling) as conn:
+        if self.reads is None:
+            with self.connection(privacy_ceiling=ceiling) as conn:
+                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+            return
+        self.exists()  # another process may have created it since
+        with self.reads.reading(
+            lambda engine: namespace_transaction(engine, self.id, privacy_ceiling=ceiling)
+        ) as conn:
             yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+
+    def read(self, statement: Callable[[Engine], T]) -> T:
+        """``statement(engine)`` on the engine reads go to: a replica when the store has one
+        that has caught up (the primary again if it fails), else the primary."""
+        if self.reads is None:
+            return statement(self.engine)
+        return self.reads.run(statement)
+
+    @contextmanager
+    def pipelined_reading(
+        self, *, privacy_ceiling: int | None
+    ) -> Iterator[PipelinedTransaction]:
+        """A pipelined namespace transaction (memstore/db/transaction.py) that only reads:
+        on a replica when the store has one that will do."""
+        if self.reads is None:
+            with pipelined_namespace_transaction(
+                self.engine, self.id, privacy_ceiling=privacy_ceiling
+            ) as tx:
+                yield tx
+            return
+        with self.reads.reading(
+            lambda engine: pipelined_namespace_transaction(
+                engine, self.id, privacy_ceiling=privacy_ceiling
+            )
+        ) as tx:
+            yield tx
 
     @contextmanager
     def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:

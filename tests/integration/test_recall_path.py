@@ -103,6 +103,13 @@ def test_a_filtered_search_widens_the_beam():
     assert search_settings(400, filtered=True)["hnsw.ef_search"] == "1000"  # pgvector's cap
 
 
+def test_a_ceiling_of_every_level_is_no_filter():
+    # The services fill in the store's ceiling (3 by default) before planning: it
+    # narrows nothing, so the beam stays the plain one; a lower ceiling filters.
+    assert not RecallQuery(text="x", k=10, mode="semantic", privacy_ceiling=3).filtered
+    assert RecallQuery(text="x", k=10, mode="semantic", privacy_ceiling=1).filtered
+
+
 def test_every_mode_answers_through_the_one_round_trip_read(alone):
     for mode in ("semantic", "lexical", "hybrid"):
         hits = alone.recall("topic 5", mode=mode, k=5)

@@ -47,6 +47,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "settings: 'Settings | None' = None",
             "auto_upgrade: 'bool | None' = None",
             "embedder: 'Embedder | None' = None",
+            "read_url: 'str | Sequence[str] | None' = None",
             '-> MemoryStore',
         ),
         "status": ('*', "privacy_ceiling: 'int | None' = None", '-> StoreStatus'),
