@@ -179,6 +179,8 @@ class Settings(BaseSettings):
         description=(
             "Factor one decay step multiplies the learned (Hebbian) weight of an edge not"
             " fired within the decay period by."
+        ),
+    )
     read_database_url: str | None = Field(
         default=None,
         description=(
