@@ -547,6 +547,7 @@ class Namespace:
         privacy_ceiling: int | None = None,
         fusion: Fusion = "weighted",
         semantic_weight: float | None = None,
+        neighbour_share: float | None = None,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
@@ -556,6 +557,9 @@ class Namespace:
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
         ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
+        In hybrid mode a memory also gains ``neighbour_share`` (default 0.3;
+        0 turns it off) of its linked neighbours' scores, times each edge's
+        weight: graph evidence, so a turn next to the answer rises with it.
         Nothing above ``privacy_ceiling`` (default: the store's) is returned.
         """
         return self._recall.recall(
@@ -572,6 +576,7 @@ class Namespace:
             privacy_ceiling=privacy_ceiling,
             fusion=fusion,
             semantic_weight=semantic_weight,
+            neighbour_share=neighbour_share,
         )
 
     def activate(
@@ -638,7 +643,6 @@ class Namespace:
         return cache.rebuild(
             self._scope.engine, self.id, self.embedder, batch_size=batch_size, progress=progress
         )
-
 
     # --- listing (appended: the REST API's GET /memories) ------------------------------
 

@@ -136,6 +136,50 @@ memstore.nodes n JOIN (SELECT query FROM match_terms) AS mt ON n.search @@ mt.qu
 memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
+-- neighbours --
+-- Graph evidence (hybrid recall of a namespace with edges; ranking.py adds it):
+-- the candidates both signals found are the seeds; each seed's heaviest edges,
+-- at most neighbour_fanout each way, lead to its neighbours. An edge counts
+-- only if the walk of spreading activation could follow it (memstore.live_end,
+-- sql/05_neighbourhood.sql: recorded and not tombstoned as of, its far end
+-- visible under the ceiling, not redacted, resolved to its current version)
+-- and it is not inhibitory; the far end must also pass the recall's own
+-- filters. The neighbours become candidates too, so a turn neither signal
+-- found can be lifted by the turns around it.
+seeds AS MATERIALIZED (
+    SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
+), near AS MATERIALIZED (
+    SELECT DISTINCT ON (w.edge_id) w.edge_id, w.a, w.b, w.weight
+    FROM (
+        SELECT o.* FROM seeds s CROSS JOIN LATERAL (
+            SELECT e.id AS edge_id, s.id AS a, f.far AS b, e.weight
+            FROM memstore.edges e
+            CROSS JOIN LATERAL memstore.live_end(
+                %(ns)s::bigint, e.id, e.recorded_at, e.dst, s.id, %(privacy)s::int,
+                %(as_of)s::timestamptz) AS f
+            WHERE e.namespace_id = %(ns)s AND e.src = s.id AND NOT e.inhibitory
+            ORDER BY e.weight DESC, e.id
+            LIMIT %(neighbour_fanout)s) AS o
+        UNION ALL
+        SELECT i.* FROM seeds s CROSS JOIN LATERAL (
+            SELECT e.id AS edge_id, s.id AS a, f.far AS b, e.weight
+            FROM memstore.edges e
+            CROSS JOIN LATERAL memstore.live_end(
+                %(ns)s::bigint, e.id, e.recorded_at, e.src, s.id, %(privacy)s::int,
+                %(as_of)s::timestamptz) AS f
+            WHERE e.namespace_id = %(ns)s AND e.dst = s.id AND NOT e.inhibitory
+            ORDER BY e.weight DESC, e.id
+            LIMIT %(neighbour_fanout)s) AS i
+    ) AS w
+    JOIN filtered f ON f.namespace_id = %(ns)s AND f.id = w.b
+    ORDER BY w.edge_id
+)
+
+-- neighbour_edges --
+-- The edges graph evidence follows, as [[a, b, weight], ...]: computed once,
+-- repeated on every row as text that the client parses once (like term_counts).
+(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight))::text FROM near ne)
+
 -- similarity_of --
 -- The cosine similarity of node n's vector to the query, for a candidate the
 -- semantic search did not find (a scalar subquery: only evaluated where needed).
@@ -170,7 +214,8 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::t
        {lexical} AS lexical,
        {semantic_rank} AS semantic_rank,
        {lexical_rank} AS lexical_rank,
-       {term_counts} AS term_counts
+       {term_counts} AS term_counts,
+       {neighbour_edges} AS neighbour_edges
 FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
 {rank_joins}

@@ -182,6 +182,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "privacy_ceiling: 'int | None' = None",
             "fusion: 'Fusion' = 'weighted'",
             "semantic_weight: 'float | None' = None",
+            "neighbour_share: 'float | None' = None",
             '-> list[Hit]',
         ),
         "recall_context": (
