@@ -669,16 +669,63 @@ def parts_of(index: int) -> tuple[str, ...]:
     return ("all", "tune" if index in TUNE else "held-out")
 
 
+TIMED = (
+    ("default ns.recall", {}),
+    ("hybrid alone (neighbour_share=0)", {"neighbour_share": 0.0}),
+)
+
+
 def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
+    """Rankings of one recall statement's rows (see :func:`rerank`)."""
     configs: list[tuple[str, dict[str, Any]]] = [
-        ("default ns.recall", {}),
-        ("hybrid alone (neighbour_share=0)", {"neighbour_share": 0.0}),
-        ("lexical alone", {"mode": "lexical"}),
-        ("semantic alone", {"mode": "semantic"}),
+        ("hybrid alone", {"neighbour_share": 0.0}),
     ]
     shares = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0) if sweep else (0.3, 0.5)
     configs += [(f"hybrid + neighbours λ={s:g}", {"neighbour_share": s}) for s in shares]
+    # Scope (session) evidence, ranking.SCOPE_SHARE: alone (λ tiny, so only the
+    # scope term moves the ranking) and with the neighbours.
+    scopes = (0.05, 0.1, 0.2, 0.3) if sweep else (0.1,)
+    configs += [
+        (f"hybrid + session σ={c:g}", {"neighbour_share": 1e-9, "scope_share": c}) for c in scopes
+    ]
+    configs += [
+        (f"hybrid + neighbours λ={s:g} + session σ={c:g}", {"neighbour_share": s, "scope_share": c})
+        for s in ((0.3, 0.5, 1.0) if sweep else (0.3,))
+        for c in scopes
+    ]
     return configs
+
+
+def statement_rows(ns: Any, text: str) -> tuple[list[dict[str, Any]], Embedder]:
+    """The rows of the default recall statement for ``text`` (k = 20), as ``ns.recall``
+    runs it, for :func:`rerank` (benchmark-side: reaches into the namespace's recaller)."""
+    from memstore.db.transaction import in_one_round_trip
+    from memstore.recall import RecallQuery
+
+    recaller = ns._recall
+    spec = RecallQuery(text=text, k=max(KS))
+    run = recaller.plan(spec, recaller.vector(spec))
+    rows = in_one_round_trip(
+        recaller.scope.engine, recaller.scope.id, run.statement, run.params, settings=run.settings
+    )
+    return rows, recaller.scope.embedder
+
+
+def rerank(
+    rows: list[dict[str, Any]], text: str, embedder: Embedder, args: dict[str, Any]
+) -> list[int]:
+    """Node ids ranked from a statement's rows with ``args`` (``scope_share`` sets
+    ranking.SCOPE_SHARE for the call), as memstore's ranking does."""
+    from memstore.recall import RecallQuery, ranking
+
+    args = dict(args)
+    default = ranking.SCOPE_SHARE
+    ranking.SCOPE_SHARE = args.pop("scope_share", default)
+    try:
+        spec = RecallQuery(text=text, k=max(KS), **args)
+        return [r.row["id"] for r in ranking.ranked(rows, spec, embedder)]
+    finally:
+        ranking.SCOPE_SHARE = default
 
 
 def packet_recall(
@@ -701,6 +748,7 @@ def timeline_benchmark(
     packets: bool,
     report: Callable[..., None],
     ingest_only: bool = False,
+    rerank_only: bool = False,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     loaded = [timeline_ingest(store, c, prefix, cache_dir) for c in conversations]
@@ -709,7 +757,8 @@ def timeline_benchmark(
     if ingest_only:
         return {"ingest_s": ingest_s}
     print(f"{'mode':{LABEL_WIDTH}} {HEADER}")
-    for label, recall_args in timeline_configurations(sweep):
+    # Latency and the two product rankings: real ns.recall calls.
+    for label, recall_args in () if rerank_only else TIMED:
         scores = split_scores()
         for index, (conversation, (ns, dia_ids)) in enumerate(
             zip(conversations, loaded, strict=True)
@@ -724,6 +773,21 @@ def timeline_benchmark(
                     score_ranking(q, ranking, scores[part])
         for part, part_scores in scores.items():
             report(f"{label} [{part}]", part_scores, split=part, args=recall_args)
+    # Every configuration re-ranks the same statement's rows (ranking is pure
+    # Python over them): one graph-evidence recall statement per question.
+    configs = timeline_configurations(sweep)
+    by_config = {label: split_scores() for label, _ in configs}
+    for index, (conversation, (ns, dia_ids)) in enumerate(zip(conversations, loaded, strict=True)):
+        for q in conversation.questions:
+            rows, embedder = statement_rows(ns, q.text)
+            for label, args in configs:
+                ranking = ranked_turns(rerank(rows, q.text, embedder, args), dia_ids)
+                for part in parts_of(index):
+                    score_ranking(q, ranking, by_config[label][part])
+    for label, args in configs:
+        for part, part_scores in by_config[label].items():
+            part_scores.latencies.append(0.0)
+            report(f"{label} [{part}] (re-ranked)", part_scores, split=part, args=args)
     packet_results: dict[str, Any] = {}
     if packets:
         for budget in PACKET_BUDGETS:
@@ -801,6 +865,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --timeline and --data-dir: ingest (or find) the namespaces, measure nothing",
     )
     parser.add_argument(
+        "--rerank-only",
+        action="store_true",
+        help="with --timeline: only the re-ranked configurations (no timed ns.recall runs)",
+    )
+    parser.add_argument(
         "--data-dir",
         type=Path,
         default=None,
@@ -855,6 +924,7 @@ def main(argv: list[str] | None = None) -> int:
                         args.packets,
                         report,
                         args.ingest_only,
+                        args.rerank_only,
                     )
                 if args.output:
                     args.output.write_text(json.dumps(results, indent=2))

@@ -66,3 +66,31 @@ def reciprocal_rank(rankings: Sequence[Sequence[int]]) -> dict[int, float]:
         for position, node_id in enumerate(ranking, start=1):
             fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (RRF_K + position)
     return fused
+
+
+def with_scope(
+    scores: Mapping[int, float],
+    base: Mapping[int, float],
+    scopes: Mapping[int, str],
+    share: float,
+) -> dict[int, float]:
+    """Scope evidence: score(n) + share × the best ``base`` score among the other nodes of
+    n's scope (nodes without a scope gain nothing)."""
+    best: dict[str, list[float]] = {}
+    for node_id, scope in scopes.items():
+        if node_id in base:
+            top = best.setdefault(scope, [0.0, 0.0])  # the two best of the scope
+            value = base[node_id]
+            if value > top[0]:
+                top[:] = [value, top[0]]
+            elif value > top[1]:
+                top[1] = value
+    summed = dict(scores)
+    for node_id in summed:
+        found = best.get(scopes.get(node_id, ""))
+        if found is None:
+            continue
+        first, second = found
+        other = second if base.get(node_id, 0.0) >= first else first
+        summed[node_id] += share * other
+    return summed

@@ -12,6 +12,11 @@ from memstore.recall import fusion
 from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
+# Scope evidence (with graph evidence): a memory gains this share of the best
+# score among the other memories of its scope (a timeline turn's scope is its
+# session), so the session a question is about pulls its turns up.
+SCOPE_SHARE = 0.0
+
 
 class Ranked(NamedTuple):
     """One returned row of a recall statement, with its fused score and rank (1 = best)."""
@@ -46,8 +51,12 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
             weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
         scores = fusion.weighted(signals, weight, seeds)
     edges = neighbour_edges(rows)
-    if q.graph_evidence > 0 and edges:
-        scores = fusion.with_neighbours(scores, edges, q.graph_evidence)
+    if q.graph_evidence > 0 and (edges or SCOPE_SHARE > 0):
+        base = scores
+        scores = fusion.with_neighbours(base, edges, q.graph_evidence)
+        if SCOPE_SHARE > 0:
+            scopes = {i: r["scope"] for i, r in found.items() if r["scope"] is not None}
+            scores = fusion.with_scope(scores, base, scopes, SCOPE_SHARE)
     else:
         scores = {i: v for i, v in scores.items() if i in seeds}
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.

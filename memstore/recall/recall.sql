@@ -137,41 +137,45 @@ memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
 -- neighbours --
--- Graph evidence (hybrid recall of a namespace with edges; ranking.py adds it):
--- the candidates both signals found are the seeds; each seed's heaviest edges,
--- at most neighbour_fanout each way, lead to its neighbours. An edge counts
--- only if the walk of spreading activation could follow it (memstore.live_end,
--- sql/05_neighbourhood.sql: recorded and not tombstoned as of, its far end
--- visible under the ceiling, not redacted, resolved to its current version)
--- and it is not inhibitory; the far end must also pass the recall's own
--- filters. The neighbours become candidates too, so a turn neither signal
--- found can be lifted by the turns around it.
+-- Graph evidence (hybrid recall; ranking.py adds it): the candidates both
+-- signals found are the seeds; each seed's heaviest edges, at most
+-- neighbour_fanout each way (index order of ix_edges_out / ix_edges_in), lead
+-- to its neighbours. An edge counts if it is not inhibitory, was recorded
+-- and not tombstoned (as of), and its far end passes the recall's own
+-- filters (current, within the ceiling, the kinds and tiers asked for) and
+-- was not redacted. An edge into an older version of a node does not lead to
+-- the current one here (spreading activation's walk does): a neighbour is
+-- evidence, not a route. The neighbours become candidates too, so a memory
+-- neither signal found can be lifted by the ones linked to it. The checks are
+-- scalar subqueries and plain joins, not memstore.live_end(): inlining that
+-- function twice cost 15 ms of planning per recall.
 seeds AS MATERIALIZED (
     SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
+), edges_out AS MATERIALIZED (
+    SELECT o.* FROM seeds s CROSS JOIN LATERAL (
+        SELECT e.id AS edge_id, s.id AS a, e.dst AS b, e.weight
+        FROM memstore.edges e
+        WHERE e.namespace_id = %(ns)s AND e.src = s.id AND NOT e.inhibitory
+        ORDER BY e.weight DESC, e.id
+        LIMIT %(neighbour_fanout)s) AS o
+), edges_in AS MATERIALIZED (
+    SELECT i.* FROM seeds s CROSS JOIN LATERAL (
+        SELECT e.id AS edge_id, s.id AS a, e.src AS b, e.weight
+        FROM memstore.edges e
+        WHERE e.namespace_id = %(ns)s AND e.dst = s.id AND NOT e.inhibitory
+        ORDER BY e.weight DESC, e.id
+        LIMIT %(neighbour_fanout)s) AS i
 ), near AS MATERIALIZED (
     SELECT DISTINCT ON (w.edge_id) w.edge_id, w.a, w.b, w.weight
-    FROM (
-        SELECT o.* FROM seeds s CROSS JOIN LATERAL (
-            SELECT e.id AS edge_id, s.id AS a, f.far AS b, e.weight
-            FROM memstore.edges e
-            CROSS JOIN LATERAL memstore.live_end(
-                %(ns)s::bigint, e.id, e.recorded_at, e.dst, s.id, %(privacy)s::int,
-                %(as_of)s::timestamptz) AS f
-            WHERE e.namespace_id = %(ns)s AND e.src = s.id AND NOT e.inhibitory
-            ORDER BY e.weight DESC, e.id
-            LIMIT %(neighbour_fanout)s) AS o
-        UNION ALL
-        SELECT i.* FROM seeds s CROSS JOIN LATERAL (
-            SELECT e.id AS edge_id, s.id AS a, f.far AS b, e.weight
-            FROM memstore.edges e
-            CROSS JOIN LATERAL memstore.live_end(
-                %(ns)s::bigint, e.id, e.recorded_at, e.src, s.id, %(privacy)s::int,
-                %(as_of)s::timestamptz) AS f
-            WHERE e.namespace_id = %(ns)s AND e.dst = s.id AND NOT e.inhibitory
-            ORDER BY e.weight DESC, e.id
-            LIMIT %(neighbour_fanout)s) AS i
-    ) AS w
+    FROM (SELECT * FROM edges_out UNION ALL SELECT * FROM edges_in) AS w
+    JOIN memstore.edges e ON e.namespace_id = %(ns)s AND e.id = w.edge_id
     JOIN filtered f ON f.namespace_id = %(ns)s AND f.id = w.b
+    WHERE (%(as_of)s::timestamptz IS NULL OR e.recorded_at <= %(as_of)s::timestamptz)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = %(ns)s AND t.edge_id = w.edge_id
+             AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)) IS NULL
+      AND (SELECT r.id FROM memstore.redactions r
+           WHERE r.namespace_id = %(ns)s AND r.node_id = w.b LIMIT 1) IS NULL
     ORDER BY w.edge_id
 )
 

@@ -129,7 +129,7 @@ def recall_statement(
         # One signal needs no fusion: only its top k rows are read in full.
         sources = [sql.SQL("{} ORDER BY rank LIMIT %(k)s").format(sources[0])]
     if graph:
-        ctes.append(sql.SQL(QUERIES["neighbours"]))
+        ctes.append(sql.SQL(QUERIES["neighbours"]).format())
         sources = [sql.SQL("SELECT id FROM seeds UNION SELECT b FROM near")]
     none = sql.SQL("NULL")
     similarity_of = sql.SQL(QUERIES["similarity_of"].strip()).format(model=values["model"])
