@@ -749,6 +749,7 @@ def timeline_benchmark(
     report: Callable[..., None],
     ingest_only: bool = False,
     rerank_only: bool = False,
+    timed_questions: int | None = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     loaded = [timeline_ingest(store, c, prefix, cache_dir) for c in conversations]
@@ -763,7 +764,7 @@ def timeline_benchmark(
         for index, (conversation, (ns, dia_ids)) in enumerate(
             zip(conversations, loaded, strict=True)
         ):
-            for q in conversation.questions:
+            for q in conversation.questions[:timed_questions]:
                 began = time.perf_counter()
                 hits = ns.recall(q.text, k=max(KS), **recall_args)
                 elapsed = time.perf_counter() - began
@@ -778,6 +779,7 @@ def timeline_benchmark(
     configs = timeline_configurations(sweep)
     by_config = {label: split_scores() for label, _ in configs}
     for index, (conversation, (ns, dia_ids)) in enumerate(zip(conversations, loaded, strict=True)):
+        print(f"  re-ranking {conversation.sample_id}", flush=True)
         for q in conversation.questions:
             rows, embedder = statement_rows(ns, q.text)
             for label, args in configs:
@@ -796,7 +798,7 @@ def timeline_benchmark(
             for index, (conversation, (ns, dia_ids)) in enumerate(
                 zip(conversations, loaded, strict=True)
             ):
-                for q in conversation.questions:
+                for q in conversation.questions[:timed_questions]:
                     share, elapsed = packet_recall(ns, dia_ids, q, budget)
                     times.append(elapsed)
                     for part in parts_of(index):
@@ -870,6 +872,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --timeline: only the re-ranked configurations (no timed ns.recall runs)",
     )
     parser.add_argument(
+        "--timed-questions",
+        type=int,
+        default=None,
+        help="with --timeline: time recalls and packets on the first N questions of each"
+        " conversation only (default: all)",
+    )
+    parser.add_argument(
         "--data-dir",
         type=Path,
         default=None,
@@ -925,6 +934,7 @@ def main(argv: list[str] | None = None) -> int:
                         report,
                         args.ingest_only,
                         args.rerank_only,
+                        args.timed_questions,
                     )
                 if args.output:
                     args.output.write_text(json.dumps(results, indent=2))

@@ -18,8 +18,10 @@ Fusion = Literal["weighted", "rrf"]
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 # Share of graph evidence in hybrid recall: a candidate's fused score gains this
 # share of its neighbours' fused scores, each times the edge's weight
-# (memstore/recall/ranking.py; calibrated on LoCoMo, docs/recall.md).
-DEFAULT_NEIGHBOUR_SHARE = 0.3
+# (memstore/recall/ranking.py). Chosen on LoCoMo conversations 0-4 through the
+# timeline, hashing embedder, among 0.1-1.0 (docs/benchmark-notes.md, "LoCoMo:
+# graph-aware default recall (issue 22)").
+DEFAULT_NEIGHBOUR_SHARE = 0.5
 
 
 class RecallQuery(BaseModel):

@@ -12,10 +12,12 @@ from memstore.recall import fusion
 from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
-# Scope evidence (with graph evidence): a memory gains this share of the best
-# score among the other memories of its scope (a timeline turn's scope is its
-# session), so the session a question is about pulls its turns up.
-SCOPE_SHARE = 0.0
+# Scope evidence (with graph evidence, so neighbour_share=0 turns it off too):
+# a memory gains this share of the best fused score among the other candidates
+# of its scope (a timeline turn's scope is its session), so the session a
+# question is about pulls its turns up. Chosen with DEFAULT_NEIGHBOUR_SHARE,
+# among 0.05-0.3 (docs/benchmark-notes.md).
+SCOPE_SHARE = 0.3
 
 
 class Ranked(NamedTuple):

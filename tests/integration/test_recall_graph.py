@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memstore.errors import InvalidInputError
+from memstore.recall import ranking
 
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -58,11 +59,38 @@ def test_neighbour_evidence_lifts_the_turn_after_the_match(ns, turns):
     assert plain[0].node.id == turns[0].id == graph[0].node.id
     assert rank_of(plain, answer) is None  # full text and cosine alone miss it
     assert rank_of(graph, answer) == 2
-    # The score is the fused score plus the share of the neighbour's, times the edge weight.
+
+
+def test_graph_evidence_adds_the_share_of_the_neighbours_scores(ns, turns, monkeypatch):
+    monkeypatch.setattr(ranking, "SCOPE_SHARE", 0.0)  # the neighbour term alone
     edge_weight = 0.8  # memstore.tiers.timeline.NEXT_WEIGHT
-    full = {hit.node.id: hit.score for hit in ns.recall(QUESTION, k=10, neighbour_share=0)}
-    lifted = graph[1].score - 0.3 * edge_weight * full[turns[0].id]
-    assert 0 <= lifted < full[turns[0].id]
+    plain = {hit.node.id: hit.score for hit in ns.recall(QUESTION, k=10, neighbour_share=0)}
+    graph = {hit.node.id: hit.score for hit in ns.recall(QUESTION, k=10, neighbour_share=0.4)}
+    # The first turn's only neighbour is the answer; the others have two.
+    first, answer = turns[0].id, turns[ANSWER].id
+    assert graph[first] == pytest.approx(
+        plain[first] + 0.4 * edge_weight * graph_base(plain, answer)
+    )
+    assert graph[answer] > 0.4 * edge_weight * plain[first]
+
+
+def graph_base(plain, node_id):
+    """A neighbour's own fused score (0 where the plain ranking's top 10 did not hold it)."""
+    return plain.get(node_id, 0.0)
+
+
+def test_scope_evidence_lifts_the_turns_of_the_matching_session(ns, turns):
+    # Another session, unlinked to the first, whose turns share the question's words.
+    other = ingest(ns, [("Ann", "Boston traffic"), ("Bo", "pottery prices")], session="s9")
+    hits = ns.recall(QUESTION, k=10, neighbour_share=1e-9)  # scope evidence, next to no graph
+    plain = ns.recall(QUESTION, k=10, neighbour_share=0)
+    in_first = {t.id for t in turns}
+    assert sum(h.node.id in in_first for h in hits[:5]) >= sum(
+        h.node.id in in_first for h in plain[:5]
+    )
+    assert [h.node.id for h in hits[:1]] == [turns[0].id]
+    # The other session's best match gives way to the question's session.
+    assert (rank_of(hits, other[1].id) or 99) > rank_of(plain, other[1].id)
 
 
 def test_plain_recall_and_an_unlinked_namespace_rank_as_before(store, ns, turns):
