@@ -138,7 +138,7 @@ JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
 -- neighbours --
 -- Graph evidence (hybrid recall; ranking.py adds it): the candidates both
--- signals found are the seeds; each seed's heaviest edges, at most
+-- signals found are the seeds; each of the best seeds' heaviest edges, at most
 -- neighbour_fanout each way (index order of ix_edges_out / ix_edges_in), lead
 -- to its neighbours. An edge counts if it is not inhibitory, was recorded
 -- and not tombstoned (as of), and its far end passes the recall's own
@@ -151,15 +151,21 @@ JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 -- function twice cost 15 ms of planning per recall.
 seeds AS MATERIALIZED (
     SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
+), expanded AS MATERIALIZED (
+    -- Only the top neighbour_seeds of each signal are expanded: every
+    -- neighbour is one more row to score and read, and an edge between two
+    -- low-ranked candidates rarely moves the top k.
+    SELECT id FROM semantic_ranked WHERE rank <= %(neighbour_seeds)s
+    UNION SELECT id FROM lexical_ranked WHERE rank <= %(neighbour_seeds)s
 ), edges_out AS MATERIALIZED (
-    SELECT o.* FROM seeds s CROSS JOIN LATERAL (
+    SELECT o.* FROM expanded s CROSS JOIN LATERAL (
         SELECT e.id AS edge_id, s.id AS a, e.dst AS b, e.weight
         FROM memstore.edges e
         WHERE e.namespace_id = %(ns)s AND e.src = s.id AND NOT e.inhibitory
         ORDER BY e.weight DESC, e.id
         LIMIT %(neighbour_fanout)s) AS o
 ), edges_in AS MATERIALIZED (
-    SELECT i.* FROM seeds s CROSS JOIN LATERAL (
+    SELECT i.* FROM expanded s CROSS JOIN LATERAL (
         SELECT e.id AS edge_id, s.id AS a, e.src AS b, e.weight
         FROM memstore.edges e
         WHERE e.namespace_id = %(ns)s AND e.dst = s.id AND NOT e.inhibitory

@@ -76,8 +76,9 @@ BM25 = sql.SQL(
 ).format(k1_plus_1=sql.Literal(BM25_K1 + 1), k1=sql.Literal(BM25_K1), b=sql.Literal(BM25_B))
 
 
-# Graph evidence: each candidate's heaviest edges followed, at most this many
-# each way (a hub node must not make every neighbour a candidate).
+# Graph evidence: the heaviest edges of each signal's top k candidates are
+# followed, at most this many each way (a hub node must not make every
+# neighbour a candidate).
 NEIGHBOUR_FANOUT = 8
 
 
@@ -266,4 +267,5 @@ def recall_params(
         "known_counts": known[1],
         "cache_df_min": CACHED_DF_MIN,
         "neighbour_fanout": NEIGHBOUR_FANOUT,
+        "neighbour_seeds": q.k,
     }
