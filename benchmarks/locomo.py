@@ -679,12 +679,15 @@ def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
     """Rankings of one recall statement's rows (see :func:`rerank`)."""
     configs: list[tuple[str, dict[str, Any]]] = [
         ("hybrid alone", {"neighbour_share": 0.0}),
+        ("default (λ=0.5, σ=0.3)", {}),
     ]
     shares = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0) if sweep else (0.3, 0.5)
-    configs += [(f"hybrid + neighbours λ={s:g}", {"neighbour_share": s}) for s in shares]
+    configs += [
+        (f"hybrid + neighbours λ={s:g}", {"neighbour_share": s, "scope_share": 0.0}) for s in shares
+    ]
     # Scope (session) evidence, ranking.SCOPE_SHARE: alone (λ tiny, so only the
     # scope term moves the ranking) and with the neighbours.
-    scopes = (0.05, 0.1, 0.2, 0.3) if sweep else (0.1,)
+    scopes = (0.05, 0.1, 0.2, 0.3) if sweep else (0.3,)
     configs += [
         (f"hybrid + session σ={c:g}", {"neighbour_share": 1e-9, "scope_share": c}) for c in scopes
     ]
@@ -758,21 +761,21 @@ def timeline_benchmark(
     if ingest_only:
         return {"ingest_s": ingest_s}
     print(f"{'mode':{LABEL_WIDTH}} {HEADER}")
-    # Latency and the two product rankings: real ns.recall calls.
-    for label, recall_args in () if rerank_only else TIMED:
-        scores = split_scores()
-        for index, (conversation, (ns, dia_ids)) in enumerate(
-            zip(conversations, loaded, strict=True)
-        ):
-            for q in conversation.questions[:timed_questions]:
+    # Latency and the two product rankings: real ns.recall calls, the
+    # configurations alternating question by question (same load, same caches).
+    timed = {label: split_scores() for label, _ in TIMED}
+    for index, (conversation, (ns, dia_ids)) in enumerate(zip(conversations, loaded, strict=True)):
+        for q in [] if rerank_only else conversation.questions[:timed_questions]:
+            for label, recall_args in TIMED:
                 began = time.perf_counter()
                 hits = ns.recall(q.text, k=max(KS), **recall_args)
                 elapsed = time.perf_counter() - began
                 ranking = ranked_turns([hit.node.id for hit in hits], dia_ids)
                 for part in parts_of(index):
-                    scores[part].latencies.append(elapsed)
-                    score_ranking(q, ranking, scores[part])
-        for part, part_scores in scores.items():
+                    timed[label][part].latencies.append(elapsed)
+                    score_ranking(q, ranking, timed[label][part])
+    for label, recall_args in () if rerank_only else TIMED:
+        for part, part_scores in timed[label].items():
             report(f"{label} [{part}]", part_scores, split=part, args=recall_args)
     # Every configuration re-ranks the same statement's rows (ranking is pure
     # Python over them): one graph-evidence recall statement per question.
