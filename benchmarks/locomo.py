@@ -882,6 +882,12 @@ def main(argv: list[str] | None = None) -> int:
         " conversation only (default: all)",
     )
     parser.add_argument(
+        "--conversations",
+        type=int,
+        default=None,
+        help="only the first N conversations (default: all ten)",
+    )
+    parser.add_argument(
         "--data-dir",
         type=Path,
         default=None,
@@ -893,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}: nothing to measure (see shared/data).")
         return 0
-    conversations = load(args.data)
+    conversations = load(args.data)[: args.conversations]
     questions = sum(len(c.questions) for c in conversations)
     skipped = sum(c.skipped for c in conversations)
     turns = sum(len(c.turns) for c in conversations)
