@@ -602,6 +602,226 @@ def record(
     runs.append({"embedder": embedder, "config": label, "ingest_s": ingest_s, **s, **extra})
 
 
+# --timeline: the conversation ingested as a user would (ns.timeline.ingest_turn:
+# the speaker as role, one session id per session, the session date as `at`,
+# turns a second apart so they keep their order and their `next` links), then
+# asked with the default ns.recall and the configurations below. Query-time
+# configurations need no re-ingest: with --data-dir the database (and the
+# turns' dia_ids, in a file beside it) is reused by later runs.
+TUNE = range(0, 5)  # conversations the weights were chosen on
+HELD_OUT = range(5, 10)  # ...and the ones reported as unseen
+PACKET_BUDGETS = (1000, 2000)
+
+
+class CachedEmbedder:
+    """The embedder with the query vectors kept: a question is embedded once per run,
+    however many configurations ask it (the first configuration pays, and its
+    latency includes the embedding)."""
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.name, self.dims = inner.name, inner.dims
+        self.semantic_weight = getattr(inner, "semantic_weight", None)
+        if self.semantic_weight is None:
+            del self.semantic_weight
+        self.memo: dict[str, Any] = {}
+
+    def embed(self, texts: Any) -> Any:
+        if len(texts) != 1:
+            return self.inner.embed(texts)
+        if texts[0] not in self.memo:
+            self.memo[texts[0]] = self.inner.embed(texts)
+        return self.memo[texts[0]]
+
+
+def timeline_ingest(
+    store: MemoryStore, conversation: Conversation, prefix: str, cache_dir: Path
+) -> tuple[Any, dict[int, list[str]]]:
+    """One namespace per conversation, every turn through ``ns.timeline.ingest_turn``;
+    a namespace already holding every turn (an earlier run with --data-dir) is reused."""
+    from datetime import timedelta
+
+    ns = store.namespace(f"{prefix}/{conversation.sample_id}")
+    mapping = cache_dir / f"{prefix}-{conversation.sample_id}.json"
+    if mapping.exists() and ns.timeline.entry_count() == len(conversation.turns):
+        saved = json.loads(mapping.read_text())
+        return ns, {int(node_id): dia for node_id, dia in saved.items()}
+    dia_ids: dict[int, list[str]] = defaultdict(list)
+    offsets: Counter[int] = Counter()
+    for turn in conversation.turns:
+        at = turn["observed_at"] or datetime(2023, 1, 1, tzinfo=UTC)
+        at += timedelta(seconds=offsets[turn["session"]])
+        offsets[turn["session"]] += 1
+        text = turn["content"].split(": ", 1)[1]  # ingest_turn prefixes the role itself
+        node = ns.timeline.ingest_turn(
+            turn["speaker"], text, f"{conversation.sample_id}:{turn['session']}", at=at
+        )
+        dia_ids[node.id].append(turn["dia_id"])
+    mapping.write_text(json.dumps(dia_ids))
+    return ns, dia_ids
+
+
+def split_scores() -> dict[str, Scores]:
+    return {"all": Scores(), "tune": Scores(), "held-out": Scores()}
+
+
+def parts_of(index: int) -> tuple[str, ...]:
+    return ("all", "tune" if index in TUNE else "held-out")
+
+
+TIMED = (
+    ("default ns.recall", {}),
+    ("hybrid alone (neighbour_share=0)", {"neighbour_share": 0.0}),
+)
+
+
+def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
+    """Rankings of one recall statement's rows (see :func:`rerank`)."""
+    configs: list[tuple[str, dict[str, Any]]] = [
+        ("hybrid alone", {"neighbour_share": 0.0}),
+        ("default (λ=0.5, σ=0.3)", {}),
+    ]
+    shares = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0) if sweep else (0.3, 0.5)
+    configs += [
+        (f"hybrid + neighbours λ={s:g}", {"neighbour_share": s, "scope_share": 0.0}) for s in shares
+    ]
+    # Scope (session) evidence, ranking.SCOPE_SHARE: alone (λ tiny, so only the
+    # scope term moves the ranking) and with the neighbours.
+    scopes = (0.05, 0.1, 0.2, 0.3) if sweep else (0.3,)
+    configs += [
+        (f"hybrid + session σ={c:g}", {"neighbour_share": 1e-9, "scope_share": c}) for c in scopes
+    ]
+    configs += [
+        (f"hybrid + neighbours λ={s:g} + session σ={c:g}", {"neighbour_share": s, "scope_share": c})
+        for s in ((0.3, 0.5, 1.0) if sweep else (0.3,))
+        for c in scopes
+    ]
+    return configs
+
+
+def statement_rows(ns: Any, text: str) -> tuple[list[dict[str, Any]], Embedder]:
+    """The rows of the default recall statement for ``text`` (k = 20), as ``ns.recall``
+    runs it, for :func:`rerank` (benchmark-side: reaches into the namespace's recaller)."""
+    from memstore.db.transaction import in_one_round_trip
+    from memstore.recall import RecallQuery
+
+    recaller = ns._recall
+    spec = RecallQuery(text=text, k=max(KS))
+    run = recaller.plan(spec, recaller.vector(spec))
+    rows = in_one_round_trip(
+        recaller.scope.engine, recaller.scope.id, run.statement, run.params, settings=run.settings
+    )
+    return rows, recaller.scope.embedder
+
+
+def rerank(
+    rows: list[dict[str, Any]], text: str, embedder: Embedder, args: dict[str, Any]
+) -> list[int]:
+    """Node ids ranked from a statement's rows with ``args`` (``scope_share`` sets
+    ranking.SCOPE_SHARE for the call), as memstore's ranking does."""
+    from memstore.recall import RecallQuery, ranking
+
+    args = dict(args)
+    default = ranking.SCOPE_SHARE
+    ranking.SCOPE_SHARE = args.pop("scope_share", default)
+    try:
+        spec = RecallQuery(text=text, k=max(KS), **args)
+        return [r.row["id"] for r in ranking.ranked(rows, spec, embedder)]
+    finally:
+        ranking.SCOPE_SHARE = default
+
+
+def packet_recall(
+    ns: Any, dia_ids: dict[int, list[str]], q: Question, budget: int
+) -> tuple[float, float]:
+    """Share of the gold turns anywhere in a ``budget``-token packet, and its latency."""
+    started = time.perf_counter()
+    packet = ns.recall_context(q.text, budget_tokens=budget)
+    elapsed = time.perf_counter() - started
+    held = {d for s in packet.sections for item in s.items for d in dia_ids.get(item.id, ())}
+    return len(q.gold & held) / len(q.gold), elapsed
+
+
+def timeline_benchmark(
+    store: MemoryStore,
+    conversations: list[Conversation],
+    prefix: str,
+    cache_dir: Path,
+    sweep: bool,
+    packets: bool,
+    report: Callable[..., None],
+    ingest_only: bool = False,
+    rerank_only: bool = False,
+    timed_questions: int | None = None,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    loaded = [timeline_ingest(store, c, prefix, cache_dir) for c in conversations]
+    ingest_s = time.perf_counter() - started
+    print(f"timeline: {len(loaded)} namespaces ready in {ingest_s:.1f} s", flush=True)
+    if ingest_only:
+        return {"ingest_s": ingest_s}
+    print(f"{'mode':{LABEL_WIDTH}} {HEADER}")
+    # Latency and the two product rankings: real ns.recall calls, the
+    # configurations alternating question by question (same load, same caches).
+    timed = {label: split_scores() for label, _ in TIMED}
+    for index, (conversation, (ns, dia_ids)) in enumerate(zip(conversations, loaded, strict=True)):
+        for q in [] if rerank_only else conversation.questions[:timed_questions]:
+            for label, recall_args in TIMED:
+                began = time.perf_counter()
+                hits = ns.recall(q.text, k=max(KS), **recall_args)
+                elapsed = time.perf_counter() - began
+                ranking = ranked_turns([hit.node.id for hit in hits], dia_ids)
+                for part in parts_of(index):
+                    timed[label][part].latencies.append(elapsed)
+                    score_ranking(q, ranking, timed[label][part])
+    for label, recall_args in () if rerank_only else TIMED:
+        for part, part_scores in timed[label].items():
+            report(f"{label} [{part}]", part_scores, split=part, args=recall_args)
+    # Every configuration re-ranks the same statement's rows (ranking is pure
+    # Python over them): one graph-evidence recall statement per question.
+    configs = timeline_configurations(sweep)
+    by_config = {label: split_scores() for label, _ in configs}
+    for index, (conversation, (ns, dia_ids)) in enumerate(zip(conversations, loaded, strict=True)):
+        print(f"  re-ranking {conversation.sample_id}", flush=True)
+        for q in conversation.questions:
+            rows, embedder = statement_rows(ns, q.text)
+            for label, args in configs:
+                ranking = ranked_turns(rerank(rows, q.text, embedder, args), dia_ids)
+                for part in parts_of(index):
+                    score_ranking(q, ranking, by_config[label][part])
+    for label, args in configs:
+        for part, part_scores in by_config[label].items():
+            part_scores.latencies.append(0.0)
+            report(f"{label} [{part}] (re-ranked)", part_scores, split=part, args=args)
+    packet_results: dict[str, Any] = {}
+    if packets:
+        for budget in PACKET_BUDGETS:
+            held: dict[str, list[float]] = defaultdict(list)
+            times: list[float] = []
+            for index, (conversation, (ns, dia_ids)) in enumerate(
+                zip(conversations, loaded, strict=True)
+            ):
+                for q in conversation.questions[:timed_questions]:
+                    share, elapsed = packet_recall(ns, dia_ids, q, budget)
+                    times.append(elapsed)
+                    for part in parts_of(index):
+                        held[part].append(share)
+            times.sort()
+            packet_results[str(budget)] = {
+                **{part: statistics.fmean(v) for part, v in held.items()},
+                "p50_ms": 1000 * times[len(times) // 2],
+                "p95_ms": 1000 * times[int(len(times) * 0.95)],
+            }
+            print(
+                f"packet {budget} tokens: gold turns held "
+                + ", ".join(f"{p} {statistics.fmean(v):.3f}" for p, v in held.items())
+                + f"; p50 {packet_results[str(budget)]['p50_ms']:.0f} ms"
+                f" p95 {packet_results[str(budget)]['p95_ms']:.0f} ms",
+                flush=True,
+            )
+    return {"ingest_s": ingest_s, "packets": packet_results}
+
+
 def make_embedder(name: str) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
@@ -633,13 +853,53 @@ def main(argv: list[str] | None = None) -> int:
         help="also link the turns (next, same_session, same_speaker, shares_term) and rank"
         " with ns.activate, as memstore ranks and with benchmark-side neighbour sums",
     )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="ingest through ns.timeline.ingest_turn and measure the default recall,"
+        " hybrid alone, each signal and neighbour shares (only this, not the other modes)",
+    )
+    parser.add_argument(
+        "--packets",
+        action="store_true",
+        help="with --timeline: also packet recall at 1,000 and 2,000 tokens",
+    )
+    parser.add_argument(
+        "--ingest-only",
+        action="store_true",
+        help="with --timeline and --data-dir: ingest (or find) the namespaces, measure nothing",
+    )
+    parser.add_argument(
+        "--rerank-only",
+        action="store_true",
+        help="with --timeline: only the re-ranked configurations (no timed ns.recall runs)",
+    )
+    parser.add_argument(
+        "--timed-questions",
+        type=int,
+        default=None,
+        help="with --timeline: time recalls and packets on the first N questions of each"
+        " conversation only (default: all)",
+    )
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        default=None,
+        help="only the first N conversations (default: all ten)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep the database here and reuse it (--timeline ingests once)",
+    )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
 
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}: nothing to measure (see shared/data).")
         return 0
-    conversations = load(args.data)
+    conversations = load(args.data)[: args.conversations]
     questions = sum(len(c.questions) for c in conversations)
     skipped = sum(c.skipped for c in conversations)
     turns = sum(len(c.turns) for c in conversations)
@@ -658,11 +918,36 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": skipped,
         "runs": [],
         "activation": {},
+        "timeline": {},
     }
     with tempfile.TemporaryDirectory(prefix="memstore-locomo-") as tmp:
-        settings = Settings(data_dir=Path(tmp), database_url=args.database_url)
+        data_dir = args.data_dir or Path(tmp)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        settings = Settings(data_dir=data_dir, database_url=args.database_url)
         for name in names:
             embedder = make_embedder(name)
+            if args.timeline:
+                cached = CachedEmbedder(embedder)
+                with MemoryStore.open(
+                    settings=settings, embedder=cached, auto_upgrade=True
+                ) as store:
+                    print(f"\n{embedder.name}: timeline ingestion (LoCoMo turns via ingest_turn)")
+                    report = partial(record, results["runs"], embedder.name, 0.0)
+                    results["timeline"][embedder.name] = timeline_benchmark(
+                        store,
+                        conversations,
+                        f"locomo-timeline-{embedder.name}",
+                        data_dir,
+                        args.sweep,
+                        args.packets,
+                        report,
+                        args.ingest_only,
+                        args.rerank_only,
+                        args.timed_questions,
+                    )
+                if args.output:
+                    args.output.write_text(json.dumps(results, indent=2))
+                continue
             with MemoryStore.open(settings=settings, embedder=embedder, auto_upgrade=True) as store:
                 started = time.perf_counter()
                 loaded = [ingest(store, c, f"locomo-{embedder.name}") for c in conversations]

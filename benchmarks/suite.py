@@ -41,9 +41,9 @@ from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
-PARTS = ("peer", "recall_scale", "activation", "context", "locomo", "serve")
+PARTS = ("peer", "recall_scale", "activation", "context", "locomo", "serve", "locomo_timeline")
 # Parts measured once per run, at their own size, not at each of --sizes.
-UNSIZED = ("locomo", "serve")
+UNSIZED = ("locomo", "serve", "locomo_timeline")
 START = time.perf_counter()
 
 
@@ -175,6 +175,11 @@ def part_commands(
         return [*cmd, "--sizes", str(size)]
     if part == "locomo":
         return [*py, "--embedders", args.embedders, "--database-url", url, "--output", str(out)]
+    if part == "locomo_timeline":  # ingest through ns.timeline, default recall, packets
+        return [
+            sys.executable, str(BENCH / "locomo.py"), "--timeline", "--packets",
+            "--embedders", args.embedders, "--database-url", url, "--output", str(out),
+        ]  # fmt: skip
     if part == "serve":
         return [
             *py, "--parts", "http", "--size", "10000", "--queries", "200", "--rounds", "3",
@@ -205,6 +210,7 @@ def run(args: argparse.Namespace) -> None:
         jobs: list[tuple[str, int | None]] = [(p, args.size_list[0]) for p in sized]
         jobs += [("peer", None)] if "peer" in args.part_list else []
         jobs += [("locomo", None)] if "locomo" in args.part_list else []
+        jobs += [("locomo_timeline", None)] if "locomo_timeline" in args.part_list else []
         if "serve" in args.part_list:  # HTTP and MCP over the same recall, 10k memories
             jobs += [("serve", None), ("mcp_recall", None)]
         jobs += [(p, size) for size in args.size_list[1:] for p in sized]
@@ -212,7 +218,7 @@ def run(args: argparse.Namespace) -> None:
             name = f"{part}_{size}" if size else f"{part}_locomo" if part == "peer" else part
             out = results / f"{name}.json"
             job_url = url
-            if part == "locomo":  # locomo.py uses the database it is given
+            if part in ("locomo", "locomo_timeline"):  # locomo.py uses the database it is given
                 job_url = fresh_database(url, "memstore_bench_locomo")
             cmd = part_commands(part, size, args, job_url, out)
             log(f"{name}: {shlex.join([Path(cmd[1]).name, *cmd[2:]]).replace(job_url, 'URL')}")
@@ -220,7 +226,7 @@ def run(args: argparse.Namespace) -> None:
             with (results / f"{name}.log").open("w") as logfile:
                 done = subprocess.run(cmd, cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT)
             took = time.perf_counter() - t0
-            if part == "locomo":
+            if part in ("locomo", "locomo_timeline"):
                 drop_database(url, "memstore_bench_locomo")
             meta["timings_s"][name] = took
             log(f"{name}: {'done' if done.returncode == 0 else 'FAILED'} in {took:.0f} s")

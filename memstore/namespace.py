@@ -577,6 +577,7 @@ class Namespace:
         fusion: Fusion = "weighted",
         semantic_weight: float | None = None,
         tags: list[str] | None = None,
+        neighbour_share: float | None = None,
     ) -> list[Hit]:
         """The ``k`` memories most relevant to ``query``, best first.
 
@@ -586,6 +587,9 @@ class Namespace:
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
         ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
+        In hybrid mode a memory also gains ``neighbour_share`` (default 0.3;
+        0 turns it off) of its linked neighbours' scores, times each edge's
+        weight: graph evidence, so a turn next to the answer rises with it.
         Nothing above ``privacy_ceiling`` (default: the store's) is returned.
         ``tags``: only memories carrying every one of them (filtered among the
         candidates, so ``k`` hits come back whenever ``k`` such memories match).
@@ -605,6 +609,7 @@ class Namespace:
             fusion=fusion,
             semantic_weight=semantic_weight,
             tags=tags,
+            neighbour_share=neighbour_share,
         )
 
     def activate(

@@ -16,6 +16,12 @@ Fusion = Literal["weighted", "rrf"]
 # say (an embedder may carry a ``semantic_weight`` attribute: a weak one should
 # lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmark-notes.md).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
+# Share of graph evidence in hybrid recall: a candidate's fused score gains this
+# share of its neighbours' fused scores, each times the edge's weight
+# (memstore/recall/ranking.py). Chosen on LoCoMo conversations 0-4 through the
+# timeline, hashing embedder, among 0.1-1.0 (docs/benchmark-notes.md, "LoCoMo:
+# graph-aware default recall (issue 22)").
+DEFAULT_NEIGHBOUR_SHARE = 0.5
 
 
 class RecallQuery(BaseModel):
@@ -40,6 +46,18 @@ class RecallQuery(BaseModel):
     """None: the embedder's own ``semantic_weight``, else DEFAULT_SEMANTIC_WEIGHT."""
     tags: TagFilter = None
     """Only memories carrying every one of these tags (normalised as stored); [] is None."""
+    neighbour_share: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    """Graph evidence in hybrid recall (0: none, the plain fused ranking); None:
+    DEFAULT_NEIGHBOUR_SHARE."""
+
+    @property
+    def graph_evidence(self) -> float:
+        """The share of neighbours' scores this recall adds (0 unless hybrid)."""
+        if self.mode != "hybrid":
+            return 0.0
+        if self.neighbour_share is None:
+            return DEFAULT_NEIGHBOUR_SHARE
+        return self.neighbour_share
 
     @property
     def filtered(self) -> bool:

@@ -12,6 +12,13 @@ from memstore.recall import fusion
 from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
+# Scope evidence (with graph evidence, so neighbour_share=0 turns it off too):
+# a memory gains this share of the best fused score among the other candidates
+# of its scope (a timeline turn's scope is its session), so the session a
+# question is about pulls its turns up. Chosen with DEFAULT_NEIGHBOUR_SHARE,
+# among 0.05-0.3 (docs/benchmark-notes.md).
+SCOPE_SHARE = 0.3
+
 
 class Ranked(NamedTuple):
     """One returned row of a recall statement, with its fused score and rank (1 = best)."""
@@ -32,6 +39,8 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
         (r for r in found.values() if r["lexical_rank"]), key=lambda r: r["lexical_rank"]
     )
     signals = {i: (r["similarity"], float(r["lexical"] or 0.0)) for i, r in found.items()}
+    # The candidates a signal found; the others are neighbours graph evidence added.
+    seeds = {i for i, r in found.items() if r["semantic_rank"] or r["lexical_rank"]}
     if q.mode == "semantic":
         scores = {r["id"]: float(r["similarity"]) for r in semantic}
     elif q.mode == "lexical":
@@ -42,13 +51,29 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
         weight = q.semantic_weight
         if weight is None:
             weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
-        scores = fusion.weighted(signals, weight)
+        scores = fusion.weighted(signals, weight, seeds)
+    edges = neighbour_edges(rows)
+    if q.graph_evidence > 0 and (edges or SCOPE_SHARE > 0):
+        base = scores
+        scores = fusion.with_neighbours(base, edges, q.graph_evidence)
+        if SCOPE_SHARE > 0:
+            scopes = {i: r["scope"] for i, r in found.items() if r["scope"] is not None}
+            scores = fusion.with_scope(scores, base, scopes, SCOPE_SHARE)
+    else:
+        scores = {i: v for i, v in scores.items() if i in seeds}
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
     best = sorted(scores, key=lambda i: (-scores[i], -(signals[i][0] or 0.0), i))[: q.k]
     return [
         Ranked(found[node_id], float(scores[node_id]), position)
         for position, node_id in enumerate(best, start=1)
     ]
+
+
+def neighbour_edges(rows: list[dict[str, Any]]) -> list[tuple[int, int, float]]:
+    """The edges graph evidence follows (recall.sql's ``neighbour_edges``, on every row)."""
+    if not rows or rows[0].get("neighbour_edges") is None:
+        return []
+    return [(int(a), int(b), float(w)) for a, b, w in json.loads(rows[0]["neighbour_edges"])]
 
 
 def hits(

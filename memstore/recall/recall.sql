@@ -138,6 +138,60 @@ memstore.nodes n JOIN (SELECT query FROM match_terms) AS mt ON n.search @@ mt.qu
 memstore.lexical_matches(%(ns)s, (SELECT query FROM match_terms)) AS m
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = m.id
 
+-- neighbours --
+-- Graph evidence (hybrid recall; ranking.py adds it): the candidates both
+-- signals found are the seeds; each of the best seeds' heaviest edges, at most
+-- neighbour_fanout each way (index order of ix_edges_out / ix_edges_in), lead
+-- to its neighbours. An edge counts if it is not inhibitory, was recorded
+-- and not tombstoned (as of), and its far end passes the recall's own
+-- filters (current, within the ceiling, the kinds and tiers asked for) and
+-- was not redacted. An edge into an older version of a node does not lead to
+-- the current one here (spreading activation's walk does): a neighbour is
+-- evidence, not a route. The neighbours become candidates too, so a memory
+-- neither signal found can be lifted by the ones linked to it. The checks are
+-- scalar subqueries and plain joins, not memstore.live_end(): inlining that
+-- function twice cost 15 ms of planning per recall.
+seeds AS MATERIALIZED (
+    SELECT id FROM semantic_ranked UNION SELECT id FROM lexical_ranked
+), expanded AS MATERIALIZED (
+    -- Only the top neighbour_seeds of each signal are expanded: every
+    -- neighbour is one more row to score and read, and an edge between two
+    -- low-ranked candidates rarely moves the top k.
+    SELECT id FROM semantic_ranked WHERE rank <= %(neighbour_seeds)s
+    UNION SELECT id FROM lexical_ranked WHERE rank <= %(neighbour_seeds)s
+), edges_out AS MATERIALIZED (
+    SELECT o.* FROM expanded s CROSS JOIN LATERAL (
+        SELECT e.id AS edge_id, s.id AS a, e.dst AS b, e.weight
+        FROM memstore.edges e
+        WHERE e.namespace_id = %(ns)s AND e.src = s.id AND NOT e.inhibitory
+        ORDER BY e.weight DESC, e.id
+        LIMIT %(neighbour_fanout)s) AS o
+), edges_in AS MATERIALIZED (
+    SELECT i.* FROM expanded s CROSS JOIN LATERAL (
+        SELECT e.id AS edge_id, s.id AS a, e.src AS b, e.weight
+        FROM memstore.edges e
+        WHERE e.namespace_id = %(ns)s AND e.dst = s.id AND NOT e.inhibitory
+        ORDER BY e.weight DESC, e.id
+        LIMIT %(neighbour_fanout)s) AS i
+), near AS MATERIALIZED (
+    SELECT DISTINCT ON (w.edge_id) w.edge_id, w.a, w.b, w.weight
+    FROM (SELECT * FROM edges_out UNION ALL SELECT * FROM edges_in) AS w
+    JOIN memstore.edges e ON e.namespace_id = %(ns)s AND e.id = w.edge_id
+    JOIN filtered f ON f.namespace_id = %(ns)s AND f.id = w.b
+    WHERE (%(as_of)s::timestamptz IS NULL OR e.recorded_at <= %(as_of)s::timestamptz)
+      AND (SELECT t.id FROM memstore.tombstones t
+           WHERE t.namespace_id = %(ns)s AND t.edge_id = w.edge_id
+             AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)) IS NULL
+      AND (SELECT r.id FROM memstore.redactions r
+           WHERE r.namespace_id = %(ns)s AND r.node_id = w.b LIMIT 1) IS NULL
+    ORDER BY w.edge_id
+)
+
+-- neighbour_edges --
+-- The edges graph evidence follows, as [[a, b, weight], ...]: computed once,
+-- repeated on every row as text that the client parses once (like term_counts).
+(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight))::text FROM near ne)
+
 -- similarity_of --
 -- The cosine similarity of node n's vector to the query, for a candidate the
 -- semantic search did not find (a scalar subquery: only evaluated where needed).
@@ -176,7 +230,8 @@ SELECT n.id, n.kind, n.node_type, n.tier, n.layer, n.label, n.content, n.data::t
        {lexical} AS lexical,
        {semantic_rank} AS semantic_rank,
        {lexical_rank} AS lexical_rank,
-       {term_counts} AS term_counts
+       {term_counts} AS term_counts,
+       {neighbour_edges} AS neighbour_edges
 FROM ({candidates}) AS c
 JOIN memstore.nodes n ON n.namespace_id = %(ns)s AND n.id = c.id
 {rank_joins}

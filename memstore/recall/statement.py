@@ -76,9 +76,20 @@ BM25 = sql.SQL(
 ).format(k1_plus_1=sql.Literal(BM25_K1 + 1), k1=sql.Literal(BM25_K1), b=sql.Literal(BM25_B))
 
 
+# Graph evidence: the heaviest edges of each signal's top k candidates are
+# followed, at most this many each way (a hub node must not make every
+# neighbour a candidate).
+NEIGHBOUR_FANOUT = 8
+
+
 @cache
 def recall_statement(
-    model: str, dims: int, exact: bool, mode: RecallMode = "hybrid", confined: bool = False
+    model: str,
+    dims: int,
+    exact: bool,
+    mode: RecallMode = "hybrid",
+    confined: bool = False,
+    graph: bool = False,
 ) -> sql.Composed:
     """The recall statement for one model and mode, composed from recall.sql's fragments.
 
@@ -86,7 +97,11 @@ def recall_statement(
     match the HNSW index expression, so the planner cannot use the index).
     ``confined``: the connected role is confined by row-level security, so the
     full-text match goes through sql/08's functions to keep its GIN index.
+    ``graph`` (hybrid only): the candidates' neighbours join them, and the rows
+    carry the edges between them (the ``neighbours`` fragment) for ranking.py's
+    graph evidence.
     """
+    graph = graph and mode == "hybrid"
     variant = "confined" if confined else "direct"
     column = (
         sql.SQL("e.embedding")
@@ -114,6 +129,9 @@ def recall_statement(
     if len(sources) == 1:
         # One signal needs no fusion: only its top k rows are read in full.
         sources = [sql.SQL("{} ORDER BY rank LIMIT %(k)s").format(sources[0])]
+    if graph:
+        ctes.append(sql.SQL(QUERIES["neighbours"]).format())
+        sources = [sql.SQL("SELECT id FROM seeds UNION SELECT b FROM near")]
     none = sql.SQL("NULL")
     similarity_of = sql.SQL(QUERIES["similarity_of"].strip()).format(model=values["model"])
     similarity = {
@@ -135,6 +153,7 @@ def recall_statement(
         term_counts=(
             sql.SQL(QUERIES["term_counts"].strip()) if mode != "semantic" and not confined else none
         ),
+        neighbour_edges=sql.SQL(QUERIES["neighbour_edges"].strip()) if graph else none,
         candidates=sql.SQL(" UNION ").join(sources),
         rank_joins=sql.SQL("\n").join(joins),
     )
@@ -221,7 +240,9 @@ def plan(
     params = recall_params(namespace_id, q, vector, text_stats, known)
     hnsw = params["semantic_limit"] and not exact
     return RecallPlan(
-        recall_statement(embedder.name, embedder.dims, exact, q.mode, confined),
+        recall_statement(
+            embedder.name, embedder.dims, exact, q.mode, confined, q.graph_evidence > 0
+        ),
         params,
         search_settings(q.pool, filtered=q.filtered or shares_index) if hnsw else {},
     )
@@ -270,4 +291,6 @@ def recall_params(
         "known_terms": known[0],
         "known_counts": known[1],
         "cache_df_min": CACHED_DF_MIN,
+        "neighbour_fanout": NEIGHBOUR_FANOUT,
+        "neighbour_seeds": q.k,
     }

@@ -195,6 +195,7 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "fusion: 'Fusion' = 'weighted'",
             "semantic_weight: 'float | None' = None",
             "tags: 'list[str] | None' = None",
+            "neighbour_share: 'float | None' = None",
             '-> list[Hit]',
         ),
         "recall_context": (
