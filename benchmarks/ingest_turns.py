@@ -120,9 +120,7 @@ def measure(
     n, batch = len(turns), args.batch_size
     texts = [f"{t['role']}: {t['content']}" for t in turns]
     embedder.embed(texts[:8])  # load the model, warm the runtime
-    embed_s, _ = timed(
-        lambda: [embedder.embed(texts[i : i + batch]) for i in range(0, n, batch)]
-    )
+    embed_s, _ = timed(lambda: [embedder.embed(texts[i : i + batch]) for i in range(0, n, batch)])
     row: dict[str, Any] = {"embedder": embedder.name, "turns": n, "embed_s": embed_s}
 
     def fresh() -> Any:
@@ -156,6 +154,29 @@ def measure(
     return row
 
 
+def show(row: dict[str, Any], batch: int) -> None:
+    n = row["turns"]
+    print(f"\n{row['embedder']}: {n} turns ({row['created']} created, {row['linked']} next edges)")
+    lines = [
+        (f"embedder alone, batches of {batch}", row["embed_s"], ""),
+        ("ingest_turns, fresh store (index built after)", row["bulk_fresh_s"], "fresh"),
+        ("ingest_turns, live HNSW index", row["bulk_live_s"], "live"),
+        ("the same transcript again (adds nothing)", row["rerun_s"], ""),
+        ("remember_many of the texts, live index", row["remember_many_s"], ""),
+    ]
+    for label, seconds, key in lines:
+        extra = (
+            f"  {n / seconds:6.0f} turns/s  {seconds / row['embed_s']:.2f}x embed" if key else ""
+        )
+        print(f"  {label:48} {seconds:7.2f} s{extra}")
+    rate = row["per_turn_rate"]
+    print(
+        f"  {'ingest_turn one by one (' + str(row['per_turn_sample']) + ' turns)':48}"
+        f" {rate:7.1f} turns/s (all {n}: ~{n / rate:.0f} s)",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -176,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     names = (
         args.embedders.split(",")
         if args.embedders
-        else ["hashing", "neural"] if neural_available() else ["hashing"]
+        else ["hashing", "neural"]
+        if neural_available()
+        else ["hashing"]
     )
     print(f"transcript: {source}; batch size {args.batch_size}")
     rows = []
@@ -187,21 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             with MemoryStore.open(settings=settings, embedder=embedder, auto_upgrade=True) as store:
                 row = measure(store, embedder, turns, args)
             rows.append(row)
-            print(
-                f"\n{row['embedder']}: {row['turns']} turns ({row['created']} created,"
-                f" {row['linked']} next edges)\n"
-                f"  embedder alone, batches of {args.batch_size}: {row['embed_s']:7.2f} s\n"
-                f"  ingest_turns, fresh store (index built after): {row['bulk_fresh_s']:7.2f} s"
-                f"  {row['bulk_fresh_rate']:6.0f} turns/s  {row['bulk_fresh_vs_embed']:.2f}x embed\n"
-                f"  ingest_turns, live HNSW index:                 {row['bulk_live_s']:7.2f} s"
-                f"  {row['bulk_live_rate']:6.0f} turns/s  {row['bulk_live_vs_embed']:.2f}x embed\n"
-                f"  the same transcript again (adds nothing):      {row['rerun_s']:7.2f} s\n"
-                f"  remember_many of the texts, live index:        {row['remember_many_s']:7.2f} s\n"
-                f"  ingest_turn one by one ({row['per_turn_sample']} turns):"
-                f"       {row['per_turn_rate']:6.1f} turns/s"
-                f" (all: ~{row['turns'] / row['per_turn_rate']:.0f} s)",
-                flush=True,
-            )
+            show(row, args.batch_size)
     if args.json:
         args.json.write_text(json.dumps({"source": source, "runs": rows}, indent=2))
     return 0

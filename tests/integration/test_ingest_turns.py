@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -148,7 +150,9 @@ def test_turns_without_a_time_keep_their_order(ns):
     )
     assert report.created == 7 and report.linked == 6
     newest_first = ns.timeline.recent(7, session_id="s")
-    assert [t.content.split(": ")[1] for t in newest_first] == [f"line {i}" for i in range(6, -1, -1)]
+    assert [t.content.split(": ")[1] for t in newest_first] == [
+        f"line {i}" for i in range(6, -1, -1)
+    ]
     times = [t.observed_at for t in newest_first]
     assert len(set(times)) == 7
     chain = ns.activate(seeds=[newest_first[-1].id], depth=6)
@@ -185,7 +189,11 @@ def test_bad_arguments_are_refused(ns, database_url, store):
     for turns, batch_size in (("hello", 10), ({"role": "user"}, 10), (5, 10), ([], 0), ([], True)):
         with pytest.raises(InvalidInputError):
             ns.timeline.ingest_turns(turns, batch_size=batch_size)  # type: ignore[arg-type]
-    big = {"role": "user", "content": "x" * (store.settings.max_content_bytes + 1), "session_id": "s"}
+    big = {
+        "role": "user",
+        "content": "x" * (store.settings.max_content_bytes + 1),
+        "session_id": "s",
+    }
     with pytest.raises(ContentTooLargeError, match=r"turns\[1\]"):
         ns.timeline.ingest_turns([{"role": "user", "content": "ok", "session_id": "s"}, big])
     assert ns.timeline.ingest_turns([]).turns == 0
@@ -250,3 +258,11 @@ def test_the_service_role_gets_the_same_graph(app_url, database_url, store):
             batch_size=5,
         )
         assert graph(database_url, bulk) == graph(database_url, one_by_one)
+
+
+def test_the_example_in_docs_tiers_runs(ns):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tiers.md").read_text()
+    section = doc[doc.index("### Transcripts in bulk") :]
+    example = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)[0]
+    exec(compile(example, "docs/tiers.md", "exec"), {"ns": ns})
+    assert ns.timeline.entry_count() == 3

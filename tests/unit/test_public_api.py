@@ -359,6 +359,13 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "at: 'datetime | None' = None",
             '-> Node',
         ),
+        "ingest_turns": (
+            "turns: 'Iterable[TurnInput | Mapping[str, Any]]'",
+            '*',
+            "batch_size: 'int' = 1000",
+            "progress: 'Callable[[int], None] | None' = None",
+            '-> TurnsReport',
+        ),
         "recent": (
             "n: 'int' = 20",
             '*',
@@ -585,6 +592,8 @@ EXPORTED = {
     "StoreStatus",
     "Timeline",
     "UnsupportedServerError",
+    "TurnInput",
+    "TurnsReport",
 }
 
 
