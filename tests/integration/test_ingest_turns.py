@@ -180,7 +180,7 @@ def test_a_bad_turn_anywhere_writes_nothing(store, database_url, bad, message):
             yield bad if i == 2500 else {"role": "user", "content": f"t{i}", "session_id": "s"}
 
     with pytest.raises(InvalidInputError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        ns.timeline.ingest_turns(turns(), batch_size=1000)  # type: ignore[arg-type]
+        ns.timeline.ingest_turns(turns(), batch_size=1000)
     assert row_counts(database_url) == before  # not even the namespace
 
 
@@ -188,7 +188,7 @@ def test_bad_arguments_are_refused(ns, database_url, store):
     before = row_counts(database_url)
     for turns, batch_size in (("hello", 10), ({"role": "user"}, 10), (5, 10), ([], 0), ([], True)):
         with pytest.raises(InvalidInputError):
-            ns.timeline.ingest_turns(turns, batch_size=batch_size)  # type: ignore[arg-type]
+            ns.timeline.ingest_turns(turns, batch_size=batch_size)
     big = {
         "role": "user",
         "content": "x" * (store.settings.max_content_bytes + 1),
