@@ -106,6 +106,11 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def note(message: str) -> None:
+    """A step's time as soon as it is measured (a slow run still shows what it has)."""
+    print(f"  [{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
 def make_embedder(name: str) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
@@ -122,6 +127,7 @@ def measure(
     embedder.embed(texts[:8])  # load the model, warm the runtime
     embed_s, _ = timed(lambda: [embedder.embed(texts[i : i + batch]) for i in range(0, n, batch)])
     row: dict[str, Any] = {"embedder": embedder.name, "turns": n, "embed_s": embed_s}
+    note(f"{embedder.name}: embedder alone {embed_s:.2f} s")
 
     def fresh() -> Any:
         return store.namespace(f"turns-{embedder.name}-{uuid.uuid4().hex[:8]}")
@@ -131,13 +137,17 @@ def measure(
         lambda: first.timeline.ingest_turns(turns, batch_size=batch)
     )
     row["created"], row["linked"] = report.created, report.linked
+    note(f"ingest_turns, fresh store {row['bulk_fresh_s']:.2f} s")
     row["rerun_s"], again = timed(lambda: first.timeline.ingest_turns(turns, batch_size=batch))
     assert again.created == 0 and again.linked == 0, again
+    note(f"again {row['rerun_s']:.2f} s")
     second = fresh()
     row["bulk_live_s"], _ = timed(lambda: second.timeline.ingest_turns(turns, batch_size=batch))
+    note(f"ingest_turns, live index {row['bulk_live_s']:.2f} s")
     plain = fresh()
     items = [{"content": text, "kind": "episodic"} for text in texts]
     row["remember_many_s"], _ = timed(lambda: plain.remember_many(items, batch_size=batch))
+    note(f"remember_many {row['remember_many_s']:.2f} s")
     sample = turns[: args.per_turn]
     one = fresh()
     per_turn_s, _ = timed(
