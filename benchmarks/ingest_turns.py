@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--synthetic", type=int, default=0, help="N synthetic turns instead")
     parser.add_argument("--embedders", default=None, help="hashing,neural (default: installed)")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N turns")
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--per-turn", type=int, default=300, help="turns timed one by one")
     parser.add_argument("--database-url", default=None)
@@ -204,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         turns = locomo_turns(args.data)
         source = f"LoCoMo ({len(turns)} turns, {len({t['session_id'] for t in turns})} sessions)"
+    if args.limit:
+        turns = turns[: args.limit]
+        source += f", the first {len(turns)}"
     names = (
         args.embedders.split(",")
         if args.embedders
