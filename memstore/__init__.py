@@ -66,6 +66,8 @@ if TYPE_CHECKING:
     from memstore.tiers.scratchpad import Scratchpad as Scratchpad
     from memstore.tiers.summary import NamespaceSummary as NamespaceSummary
     from memstore.tiers.timeline import Timeline as Timeline
+    from memstore.tiers.timeline import TurnInput as TurnInput
+    from memstore.tiers.timeline import TurnsReport as TurnsReport
     from memstore.tx import NamespaceTransaction as NamespaceTransaction
 
 # The public names load on first use (PEP 562): importing the package, which
@@ -126,6 +128,8 @@ _LAZY = {
     "StoreStatus": "memstore.models",
     "Timeline": "memstore.tiers.timeline",
     "UnsupportedServerError": "memstore.errors",
+    "TurnInput": "memstore.tiers.timeline",
+    "TurnsReport": "memstore.tiers.timeline",
 }
 __all__ = list(_LAZY)
 

@@ -134,6 +134,7 @@ class AsyncTimeline(Offloaded[Timeline]):
 
     entry_count = verb(Timeline.entry_count)
     ingest_turn = verb(Timeline.ingest_turn)
+    ingest_turns = verb(Timeline.ingest_turns)
     recent = verb(Timeline.recent)
     search = verb(Timeline.search)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -117,10 +118,21 @@ def import_(
     namespace: NamespaceOption = "default",
     batch_size: Annotated[int, typer.Option(help="Memories embedded per batch.")] = 1000,
     as_json: JsonOption = False,
+    timeline: Annotated[
+        bool,
+        typer.Option(
+            "--timeline",
+            help="The file is a transcript: JSON Lines of {role, content, session_id, at?},"
+            " ingested as timeline turns (ns.timeline.ingest_turns).",
+        ),
+    ] = False,
 ) -> None:
     """Bulk-load memories (binary COPY), all or nothing, with a progress bar."""
     from rich.progress import Progress
 
+    if timeline:
+        _import_timeline(ctx, path, namespace, batch_size, as_json)
+        return
     items: list[Any] = []
     as_json_lines = Path(path).suffix in (".jsonl", ".json")
     for number, line in enumerate(read_input(path).splitlines(), start=1):
@@ -139,6 +151,53 @@ def import_(
         print(json.dumps(ids))
     else:
         out.print(f"{len(ids)} memories, {len(set(ids))} distinct nodes in {namespace!r}")
+
+
+def _import_timeline(
+    ctx: typer.Context, path: str, namespace: str, batch_size: int, as_json: bool
+) -> None:
+    """``memstore import --timeline``: a transcript's turns, parsed as they are written."""
+    from rich.progress import Progress
+
+    from memstore.graph.content import checked_content
+    from memstore.inputs import validated
+    from memstore.tiers.timeline import TurnInput
+
+    lines = [
+        (number, line)
+        for number, line in enumerate(read_input(path).splitlines(), start=1)
+        if line.strip()
+    ]
+
+    def turns() -> Iterator[TurnInput]:
+        for number, line in lines:
+            where = f"{path}:{number}"
+            turn = parse_json(line, where=where, field="file")
+            if not isinstance(turn, dict):
+                raise InvalidInputError(
+                    f"{where} is not a JSON object of role, content, session_id and at",
+                    field="file",
+                )
+            try:
+                checked = validated(TurnInput, **turn)
+                checked_content(checked.content, limit=limit)  # to name the line
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{where}: {exc}", field=exc.field) from None
+            yield checked
+
+    with open_store(ctx) as store, Progress(console=out, transient=True) as bar:
+        limit = store.settings.max_content_bytes
+        task = bar.add_task("ingesting turns", total=len(lines))
+        report = store.namespace(namespace).timeline.ingest_turns(
+            turns(), batch_size=batch_size, progress=lambda n: bar.advance(task, n)
+        )
+    if as_json:
+        print(report.model_dump_json())
+    else:
+        out.print(
+            f"{report.turns} turns: {report.created} new, {report.existing} already stored,"
+            f" {report.linked} next links, {report.sessions} sessions in {namespace!r}"
+        )
 
 
 def link(

@@ -154,11 +154,28 @@ def copy_nodes(
 ) -> list[int]:
     """Bulk insert: binary COPY into a staging table, then one INSERT … ON CONFLICT.
 
-    Returns the node id of every item, in order; items identical to stored
-    nodes (or to each other) get the existing id. Vectors, when given, are
-    written for the nodes this call created (the first item of each) and for
-    stored nodes that have none for ``model`` yet and whose text is exactly
-    the item's. The statements are in ``ingest.sql``.
+    Returns the node id of every item, in order (see :func:`copy_new_nodes`).
+    """
+    return copy_new_nodes(conn, namespace_id, items, contents, model, vectors, direct=direct)[0]
+
+
+def copy_new_nodes(
+    conn: Connection,
+    namespace_id: int,
+    items: Sequence[MemoryInput],
+    contents: Sequence[str],
+    model: str | None,
+    vectors: Vectors | None,
+    *,
+    direct: bool = False,
+) -> tuple[list[int], set[int]]:
+    """Bulk insert: binary COPY into a staging table, then one INSERT … ON CONFLICT.
+
+    Returns the node id of every item, in order, and the ids of the nodes this
+    call created; items identical to stored nodes (or to each other) get the
+    existing id. Vectors, when given, are written for the nodes this call
+    created (the first item of each) and for stored nodes that have none for
+    ``model`` yet and whose text is exactly the item's. The statements are in ``ingest.sql``.
 
     ``direct`` (for a role :func:`may_copy_directly` allows): first try to
     COPY the batch straight into the tables; a batch holding a key that is
@@ -179,7 +196,7 @@ def copy_nodes(
     if direct:
         ids = _copy_directly(raw, namespace_id, items, contents, model, vectors, keys, first)
         if ids is not None:
-            return ids
+            return ids, set(ids)
     raw.execute(QUERIES["create_staging"])
     found, created = _stage_and_insert(raw, namespace_id, items, contents, first)
     hidden = [key for key in first if key not in found]
@@ -201,7 +218,7 @@ def copy_nodes(
     ids = [found[key] for key in keys]
     if vectors is not None:
         _write_vectors(raw, namespace_id, model, vectors, contents, ids, keys, first, created)
-    return ids
+    return ids, {found[key] for key in created}
 
 
 def _stage_and_insert(

@@ -68,6 +68,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "apply": (("apply", "--phase", "wake"), ".json"),
     "import jsonl": (("import",), ".jsonl"),
     "import text": (("import",), ".txt"),
+    "import timeline": (("import", "--timeline"), ".jsonl"),
 }
 # Nesting is only a JSON problem: a text import stores lines as they are (and a
 # line of 100,000 '[' is refused as content over the limit, also in one line).

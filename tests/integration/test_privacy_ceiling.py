@@ -60,7 +60,7 @@ WRITES: dict[str, set[str]] = {
     "NamespaceTransaction": {
         "remember", "remember_item", "store_item", "link", "revise", "forget", "redact",
     },
-    "Timeline": {"ingest_turn"},
+    "Timeline": {"ingest_turn", "ingest_turns"},
     "Scratchpad": {"pin", "unpin"},
     "Lessons": {"add", "add_if_new", "remove", "record_applied", "enforce_cap", "decay_unused"},
     "Procedures": {"add", "add_if_new", "refine", "remove", "record_success", "record_outcome"},

@@ -378,6 +378,13 @@ EXPECTED: dict[str, dict[str, str | tuple[str, ...]]] = {
             "tags: 'Sequence[str] | None' = None",
             '-> Node',
         ),
+        "ingest_turns": (
+            "turns: 'Iterable[TurnInput | Mapping[str, Any]]'",
+            '*',
+            "batch_size: 'int' = 1000",
+            "progress: 'Callable[[int], None] | None' = None",
+            '-> TurnsReport',
+        ),
         "recent": (
             "n: 'int' = 20",
             '*',
@@ -651,6 +658,8 @@ EXPORTED = {
     "StoreStatus",
     "Timeline",
     "UnsupportedServerError",
+    "TurnInput",
+    "TurnsReport",
 }
 
 
