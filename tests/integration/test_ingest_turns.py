@@ -266,3 +266,20 @@ def test_the_example_in_docs_tiers_runs(ns):
     example = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)[0]
     exec(compile(example, "docs/tiers.md", "exec"), {"ns": ns})
     assert ns.timeline.entry_count() == 3
+
+
+def test_a_turn_keeps_its_tags_in_bulk_as_one_by_one(ns):
+    at = datetime(2026, 5, 1, 12, tzinfo=UTC)
+    ns.timeline.ingest_turns(
+        [
+            {"role": "user", "content": "Book the dinner", "session_id": "s", "at": at,
+             "tags": ["Planning", "dinner"]},
+            {"role": "agent", "content": "Booked", "session_id": "s",
+             "at": at + timedelta(minutes=1)},
+        ]
+    )  # fmt: skip
+    ns.timeline.ingest_turn("user", "Thanks", "s", at=at + timedelta(minutes=2), tags=["dinner"])
+    tagged = {hit.node.content: hit.node.tags for hit in ns.recall("dinner", tags=["dinner"], k=5)}
+    assert tagged == {"user: Book the dinner": ["planning", "dinner"], "user: Thanks": ["dinner"]}
+    with pytest.raises(InvalidInputError):
+        ns.timeline.ingest_turns([{"role": "u", "content": "x", "session_id": "s", "tags": [""]}])
