@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -328,6 +329,9 @@ class Edge(BaseModel):
     run_id: str | None
     recorded_at: datetime
     tombstoned: bool = False
+    learned_weight: float | None = None
+    """The Hebbian weight co-activation learned (0 to 1), where the read reports it
+    (:meth:`~memstore.namespace.Namespace.edges`); None elsewhere."""
 
 
 class ScoreParts(BaseModel):
@@ -376,3 +380,61 @@ class EmbeddingStatus(BaseModel):
     """Vectors whose source text no longer matches the node."""
     index: bool
     """Whether the model's HNSW index exists."""
+
+
+class Neighbour(BaseModel):
+    """A memory near another one: its current ``node`` and ``distance`` in live edges."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: Node
+    distance: int
+
+
+class Recalled(list[Hit]):
+    """What :meth:`~memstore.namespace.Namespace.recall` returns: the hits, best first (a
+    list), and what the semantic side could not see.
+
+    ``missing_vectors`` counts the current memories (up to the privacy ceiling)
+    without a vector for the store's embedder ``model``: recall found them by
+    their text alone. ``missing_ids`` names the first of them (at most
+    :data:`MISSING_IDS_SHOWN`). :attr:`notice` says it in a sentence, with the fix.
+    """
+
+    model: str | None
+    namespace: str | None
+    missing_vectors: int
+    missing_ids: tuple[int, ...]
+
+    def __init__(
+        self,
+        hits: Iterable[Hit] = (),
+        *,
+        model: str | None = None,
+        namespace: str | None = None,
+        missing_vectors: int = 0,
+        missing_ids: Iterable[int] = (),
+    ):
+        super().__init__(hits)
+        self.model = model
+        self.namespace = namespace
+        self.missing_vectors = missing_vectors
+        self.missing_ids = tuple(missing_ids)
+
+    @property
+    def notice(self) -> str | None:
+        """One sentence on the memories without a vector and how to fix it (None: none)."""
+        if not self.missing_vectors:
+            return None
+        shown = ", ".join(str(i) for i in self.missing_ids)
+        more = ", ..." if self.missing_vectors > len(self.missing_ids) else ""
+        many = "memory has" if self.missing_vectors == 1 else "memories have"
+        return (
+            f"{self.missing_vectors} {many} no vector for the embedder {self.model!r}"
+            f" (ids {shown}{more}): recall matched them by text only. Compute their"
+            f" vectors with `memstore embed rebuild -n {self.namespace or 'NAME'}`"
+            " (ns.rebuild_embeddings())."
+        )
+
+
+MISSING_IDS_SHOWN = 10
