@@ -424,17 +424,27 @@ class Recalled(list[Hit]):
     @property
     def notice(self) -> str | None:
         """One sentence on the memories without a vector and how to fix it (None: none)."""
-        if not self.missing_vectors:
-            return None
-        shown = ", ".join(str(i) for i in self.missing_ids)
-        more = ", ..." if self.missing_vectors > len(self.missing_ids) else ""
-        many = "memory has" if self.missing_vectors == 1 else "memories have"
-        return (
-            f"{self.missing_vectors} {many} no vector for the embedder {self.model!r}"
-            f" (ids {shown}{more}): recall matched them by text only. Compute their"
-            f" vectors with `memstore embed rebuild -n {self.namespace or 'NAME'}`"
-            " (ns.rebuild_embeddings())."
+        return missing_vectors_notice(
+            self.missing_vectors, self.missing_ids, self.model, self.namespace
         )
+
+
+def missing_vectors_notice(
+    missing: int, ids: Iterable[int], model: str | None, namespace: str | None
+) -> str | None:
+    """What a recall of ``namespace`` says when ``missing`` current memories (the first
+    of them ``ids``) have no vector for the embedder ``model``; None when none lack one."""
+    if not missing:
+        return None
+    shown = [str(i) for i in ids]
+    more = ", ..." if missing > len(shown) else ""
+    many = "memory has" if missing == 1 else "memories have"
+    return (
+        f"{missing} {many} no vector for the embedder {model!r}"
+        f" (ids {', '.join(shown)}{more}): recall matched them by text only. Compute"
+        f" their vectors with `memstore embed rebuild -n {namespace or 'NAME'}`"
+        " (ns.rebuild_embeddings())."
+    )
 
 
 MISSING_IDS_SHOWN = 10

@@ -14,6 +14,7 @@ from memstore.cli.common import (
     CeilingOption,
     JsonOption,
     NamespaceOption,
+    err,
     open_store,
     out,
     parse_json,
@@ -43,6 +44,9 @@ def _print_nodes(nodes: list[Node]) -> None:
 
 
 def _print_hits(hits: list[Hit]) -> None:
+    if not hits:
+        out.print("no memories matched")
+        return
     table = Table("#", "score", "sim", "lex", "id", "content", "provenance")
     for hit in hits:
         parts, node = hit.parts, hit.node
@@ -180,6 +184,9 @@ def recall(
             privacy_ceiling=privacy_ceiling,
         )
     print_json(hits) if as_json else _print_hits(hits)
+    if hits.notice:
+        # On stderr: --json's stdout stays one JSON document.
+        err.print(f"note: {hits.notice}")
 
 
 def get(

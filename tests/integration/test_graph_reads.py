@@ -146,7 +146,7 @@ def test_similarity_without_a_vector_says_how_to_fix_it(ns, graph, database_url)
             " (SELECT id FROM memstore.namespaces WHERE name = %s)",
             (graph["bob"], ns.name),
         )
-    with pytest.raises(NodeStateError, match="no vector .*memstore embed rebuild") as exc:
+    with pytest.raises(NodeStateError, match=r"no vector .*memstore embed rebuild") as exc:
         ns.similarity(graph["alice"], graph["bob"])
     assert exc.value.node_id == graph["bob"]
 
