@@ -226,3 +226,13 @@ def test_procedures_count_and_last_use(ns):
     assert procedures.count() == 2
     procedures.remove("rollback")
     assert procedures.count() == 1
+
+
+def test_the_docs_example_runs(ns):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "recall.md").read_text()
+    marker = text.index("<!-- graph-reads example")
+    start = text.index("```python\n", marker) + len("```python\n")
+    block = text[start : text.index("```", start)]
+    exec(compile(block, "docs/recall.md", "exec"), {"ns": ns})
