@@ -42,3 +42,24 @@ def test_recall_names_the_memories_without_a_vector_and_the_fix(database_url):
     assert run("embed", "rebuild", "-n", name, url=database_url, **env).returncode == 0
     fixed = run("recall", "Alice", "-n", name, url=database_url, **env)
     assert "Alice lives in Lisbon" in fixed.stdout and "note:" not in fixed.stderr
+
+
+def test_edges_and_neighbours_commands(database_url):
+    name = f"cli-graph-{uuid.uuid4().hex[:8]}"
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
+        ns = store.namespace(name)
+        alice, lisbon, tea = (ns.remember(t).id for t in ("Alice", "Lisbon by the sea", "Tea"))
+        ns.link(alice, lisbon, relation="lives_in", weight=0.9)
+    env = {"MEMSTORE_EMBEDDER": "hashing"}
+    edges = run("edges", str(alice), "-n", name, "--json", url=database_url, **env)
+    assert edges.returncode == 0, edges.stderr
+    assert [(e["src"], e["relation"], e["dst"]) for e in json.loads(edges.stdout)] == [
+        (alice, "lives_in", lisbon)
+    ]
+    near = run("neighbours", str(lisbon), "-n", name, "--depth", "2", url=database_url, **env)
+    assert near.returncode == 0 and "Alice" in near.stdout
+    alone = run("neighbours", str(tea), "-n", name, url=database_url, **env)
+    assert alone.returncode == 0 and "no memories matched" in alone.stdout
+    assert "no edges" in run("edges", str(tea), "-n", name, url=database_url, **env).stdout
+    bad = run("neighbours", str(alice), "-n", name, "--depth", "4", url=database_url, **env)
+    assert bad.returncode == 1 and "depth" in bad.stderr
