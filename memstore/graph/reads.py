@@ -75,16 +75,34 @@ def neighbour_ids(
     limit: int,
 ) -> list[tuple[int, int]]:
     """(node id, distance) of the current memories within ``depth`` live edges of the
-    memory whose current version is ``node_id`` (itself left out), nearest first."""
+    memory whose current version is ``node_id`` (itself left out), nearest first, then by
+    id; at most ``limit``.
+
+    The walk's rows arrive one distance after the other, read through a
+    server-side cursor: the first row of a memory has its least distance, and
+    once ``limit`` memories are in, the walk stops (a small limit does not pay
+    for a hub's whole 3-hop neighbourhood). Which memories of the last
+    distance reached make the limit is the walk's order, not their ids.
+    """
     params = {
         "ns": namespace_id,
         "node": node_id,
         "depth": depth,
         "relation": relation,
-        "limit": limit,
         **_directions(direction),
     }
-    return [(int(row["id"]), int(row["distance"])) for row in _rows(conn, "neighbours", params)]
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    found: dict[int, int] = {}
+    with raw.cursor(name="memstore_neighbours") as cursor:
+        cursor.itersize = min(max(limit, 100), 2_000)
+        cursor.execute(QUERIES["neighbours"], params)
+        for far, distance in cursor:
+            if far != node_id and far not in found:
+                found[int(far)] = int(distance)
+                if len(found) >= limit:
+                    break
+    return sorted(found.items(), key=lambda pair: (pair[1], pair[0]))
 
 
 def stored_vectors(

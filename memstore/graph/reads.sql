@@ -32,8 +32,10 @@ LIMIT %(limit)s
 -- step follows the live edges of every version of the node it stands on (in
 -- the directions asked for, of one relation if asked) to current versions.
 -- UNION keeps one row per (node, distance), so the walk is bounded by the
--- depth (at most 3, checked by the caller); each node is answered at its
--- least distance.
+-- depth (at most 3, checked by the caller). The rows come out one distance
+-- after the other (each iteration of the recursion in turn), so the caller
+-- reads them through a cursor and stops once it has its limit of distinct
+-- memories: the walk goes no further than that (memstore/graph/reads.py).
 WITH RECURSIVE walk (id, distance) AS (
     SELECT c.id, 0 FROM memstore.current_of(%(ns)s, %(node)s, NULL) AS c
     UNION
@@ -54,12 +56,7 @@ WITH RECURSIVE walk (id, distance) AS (
         nullif(current_setting('memstore.privacy_ceiling', true), '')::int, NULL) AS f
     WHERE w.distance < %(depth)s
 )
-SELECT w.id, min(w.distance) AS distance
-FROM walk w
-GROUP BY w.id
-HAVING min(w.distance) > 0
-ORDER BY distance, w.id
-LIMIT %(limit)s
+SELECT w.id, w.distance FROM walk w WHERE w.distance > 0
 
 -- vectors --
 -- The stored vectors of some nodes for one model (as text: the client parses
