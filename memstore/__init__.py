@@ -46,8 +46,10 @@ if TYPE_CHECKING:
     from memstore.models import Hit as Hit
     from memstore.models import MemoryInput as MemoryInput
     from memstore.models import NamespaceInfo as NamespaceInfo
+    from memstore.models import Neighbour as Neighbour
     from memstore.models import Node as Node
     from memstore.models import NodeStatus as NodeStatus
+    from memstore.models import Recalled as Recalled
     from memstore.models import ScoreParts as ScoreParts
     from memstore.models import StoreStatus as StoreStatus
     from memstore.namespace import Namespace as Namespace
@@ -130,6 +132,8 @@ _LAZY = {
     "UnsupportedServerError": "memstore.errors",
     "TurnInput": "memstore.tiers.timeline",
     "TurnsReport": "memstore.tiers.timeline",
+    "Neighbour": "memstore.models",
+    "Recalled": "memstore.models",
 }
 __all__ = list(_LAZY)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstore.models import DEFAULT_MAX_DATA_BYTES, MAX_DATA_BYTES_CEILING, MAX_DATA_DEPTH
@@ -54,9 +54,18 @@ class Settings(BaseSettings):
         default="auto",
         description=(
             "Embedding model: 'auto' (the neural model when installed, else hashing),"
-            " 'hashing' or 'neural'."
+            " 'hashing' or 'neural'. Set but empty (or blank) means 'auto'."
         ),
     )
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _empty_embedder_is_default(cls, value: object) -> object:
+        # MEMSTORE_EMBEDDER= (exported empty, e.g. by a shell profile) means the default.
+        if isinstance(value, str) and not value.strip():
+            return "auto"
+        return value
+
     prepared_statements: bool = Field(
         default=True,
         description=(

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -403,6 +404,9 @@ class Edge(BaseModel):
     run_id: str | None
     recorded_at: datetime
     tombstoned: bool = False
+    learned_weight: float | None = None
+    """The Hebbian weight co-activation learned (0 to 1), where the read reports it
+    (:meth:`~memstore.namespace.Namespace.edges`); None elsewhere."""
 
 
 class ScoreParts(BaseModel):
@@ -451,3 +455,71 @@ class EmbeddingStatus(BaseModel):
     """Vectors whose source text no longer matches the node."""
     index: bool
     """Whether the model's HNSW index exists."""
+
+
+class Neighbour(BaseModel):
+    """A memory near another one: its current ``node`` and ``distance`` in live edges."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: Node
+    distance: int
+
+
+class Recalled(list[Hit]):
+    """What :meth:`~memstore.namespace.Namespace.recall` returns: the hits, best first (a
+    list), and what the semantic side could not see.
+
+    ``missing_vectors`` counts the current memories (up to the privacy ceiling)
+    without a vector for the store's embedder ``model``: recall found them by
+    their text alone. ``missing_ids`` names the first of them (at most
+    :data:`MISSING_IDS_SHOWN`). :attr:`notice` says it in a sentence, with the fix.
+    """
+
+    model: str | None
+    namespace: str | None
+    missing_vectors: int
+    missing_ids: tuple[int, ...]
+
+    def __init__(
+        self,
+        hits: Iterable[Hit] = (),
+        *,
+        model: str | None = None,
+        namespace: str | None = None,
+        missing_vectors: int = 0,
+        missing_ids: Iterable[int] = (),
+    ):
+        super().__init__(hits)
+        self.model = model
+        self.namespace = namespace
+        self.missing_vectors = missing_vectors
+        self.missing_ids = tuple(missing_ids)
+
+    @property
+    def notice(self) -> str | None:
+        """One sentence on the memories without a vector and how to fix it (None: none)."""
+        return missing_vectors_notice(
+            self.missing_vectors, self.missing_ids, self.model, self.namespace
+        )
+
+
+def missing_vectors_notice(
+    missing: int, ids: Iterable[int], model: str | None, namespace: str | None
+) -> str | None:
+    """What a recall of ``namespace`` says when ``missing`` current memories (the first
+    of them ``ids``) have no vector for the embedder ``model``; None when none lack one."""
+    if not missing:
+        return None
+    shown = [str(i) for i in ids]
+    more = ", ..." if missing > len(shown) else ""
+    many = "memory has" if missing == 1 else "memories have"
+    return (
+        f"{missing} {many} no vector for the embedder {model!r}"
+        f" (ids {', '.join(shown)}{more}): recall matched them by text only. Compute"
+        f" their vectors with `memstore embed rebuild -n {namespace or 'NAME'}`"
+        " (ns.rebuild_embeddings())."
+    )
+
+
+MISSING_IDS_SHOWN = 10

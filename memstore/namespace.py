@@ -28,10 +28,11 @@ from memstore.lifecycle import service as lifecycle
 from memstore.models import (
     Edge,
     EmbeddingStatus,
-    Hit,
     Kind,
     MemoryInput,
+    Neighbour,
     Node,
+    Recalled,
     RecallMode,
     RedactVersions,
     TargetKind,
@@ -39,6 +40,7 @@ from memstore.models import (
 from memstore.recall.query import Fusion
 from memstore.services import confirmation
 from memstore.services.activation import Activator
+from memstore.services.graph import Direction, GraphReader
 from memstore.services.ingest import Ingester
 from memstore.services.maintenance import Maintainer, MaintainRequest, MaintenanceReport
 from memstore.services.recall import Recaller
@@ -77,6 +79,7 @@ class Namespace:
         self._recall = Recaller(self._scope)
         self._activation = Activator(self._scope, self._recall)
         self._ingest = Ingester(self._scope)
+        self._graph = GraphReader(self._scope)
         self.exists()
 
     @property
@@ -562,7 +565,7 @@ class Namespace:
 
     def recall(
         self,
-        query: str,
+        query: str | None = None,
         *,
         k: int = 10,
         mode: RecallMode = "hybrid",
@@ -578,7 +581,8 @@ class Namespace:
         semantic_weight: float | None = None,
         tags: list[str] | None = None,
         neighbour_share: float | None = None,
-    ) -> list[Hit]:
+        vector: Sequence[float] | np.ndarray[Any, Any] | None = None,
+    ) -> Recalled:
         """The ``k`` memories most relevant to ``query``, best first.
 
         ``mode``: ``semantic`` (HNSW cosine), ``lexical`` (full text) or
@@ -587,12 +591,20 @@ class Namespace:
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
         ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
-        In hybrid mode a memory also gains ``neighbour_share`` (default 0.3;
+        In hybrid mode a memory also gains ``neighbour_share`` (default 0.5;
         0 turns it off) of its linked neighbours' scores, times each edge's
         weight: graph evidence, so a turn next to the answer rises with it.
         Nothing above ``privacy_ceiling`` (default: the store's) is returned.
         ``tags``: only memories carrying every one of them (filtered among the
         candidates, so ``k`` hits come back whenever ``k`` such memories match).
+
+        ``vector`` is a query vector of the embedder's dimensions to use instead
+        of embedding ``query``; without ``query`` the recall is semantic only.
+        The result is a list of hits that also says how many current memories
+        have no vector for the store's embedder (``missing_vectors``,
+        ``missing_ids``, ``notice``): those are found by their text only, and a
+        semantic recall of a namespace with any then runs hybrid
+        (docs/recall.md, "When vectors are missing").
         """
         return self._recall.recall(
             query,
@@ -610,6 +622,7 @@ class Namespace:
             semantic_weight=semantic_weight,
             tags=tags,
             neighbour_share=neighbour_share,
+            vector=vector,
         )
 
     def activate(
@@ -765,6 +778,7 @@ class Namespace:
             lesson_min_confidence=settings.maintain_lesson_min_confidence,
             hebbian_decay=settings.maintain_hebbian_decay,
         )
+
     # --- confirmation (IRIS, docs/recall.md) -----------------------------------------------
 
     def confirm(self, node_id: int) -> Node:
@@ -781,6 +795,88 @@ class Namespace:
         datetime.datetime(2026, 12, 3, 9, 0, tzinfo=datetime.timezone.utc)
         """
         return confirmation.confirm(self._scope, node_id)
+
+    # --- graph reads (appended: issue 21 item 4, docs/recall.md "Graph reads") ---------
+
+    def edges(
+        self,
+        node_id: int,
+        *,
+        direction: Direction = "both",
+        relation: str | None = None,
+        limit: int = 100,
+        privacy_ceiling: int | None = None,
+    ) -> list[Edge]:
+        """The live edges of the memory ``node_id`` (any of its versions), heaviest first.
+
+        ``direction``: ``"out"`` (it is the source), ``"in"`` (the target) or
+        ``"both"``; ``relation`` keeps one relation. Edges written on earlier
+        versions of the memory are its own, as in activation. An edge is left
+        out when it was forgotten, or its other end - followed to that end's
+        current version - was forgotten, erased or is above
+        ``privacy_ceiling`` (default: the store's). ``src`` and ``dst`` are
+        the versions the edge was written for; ``learned_weight`` is its
+        Hebbian weight. A forgotten or erased ``node_id`` raises.
+
+        >>> [e.relation for e in ns.edges(home.id, direction="out")]  # doctest: +SKIP
+        ['lives_in']
+        """
+        return self._graph.edges(
+            node_id,
+            direction=direction,
+            relation=relation,
+            limit=limit,
+            privacy_ceiling=privacy_ceiling,
+        )
+
+    def neighbours(
+        self,
+        node_id: int,
+        *,
+        depth: int = 1,
+        direction: Direction = "both",
+        relation: str | None = None,
+        limit: int = 50,
+        privacy_ceiling: int | None = None,
+    ) -> list[Neighbour]:
+        """The current memories within ``depth`` (1 to 3) live edges of ``node_id``,
+        nearest first, each with its ``distance``; at most ``limit``.
+
+        The edges followed are those :meth:`edges` lists (``direction`` and
+        ``relation`` apply at every step); the memory itself is left out.
+        """
+        return self._graph.neighbours(
+            node_id,
+            depth=depth,
+            direction=direction,
+            relation=relation,
+            limit=limit,
+            privacy_ceiling=privacy_ceiling,
+        )
+
+    def similarity(self, a: int, b: int, *, privacy_ceiling: int | None = None) -> float:
+        """Cosine similarity of the stored vectors of nodes ``a`` and ``b`` for the store's
+        embedder (-1 to 1).
+
+        Raises :class:`~memstore.errors.NodeStateError` when one has no vector
+        for that embedder (``memstore embed rebuild`` computes them), and
+        :class:`~memstore.errors.NodeNotFoundError` for a node above
+        ``privacy_ceiling`` (default: the store's).
+        """
+        return self._graph.similarity(a, b, privacy_ceiling=privacy_ceiling)
+
+    def strengthen(self, a: int, b: int, delta: float) -> list[Edge]:
+        """Co-activate two memories without a query: move the learned (Hebbian) weight of
+        every live excitatory edge between them by ``delta`` (-1 to 1, not 0), kept
+        within 0 and 1; returns those edges with their new ``learned_weight``.
+
+        The same learned weight activation's ``learn=True`` raises and
+        :meth:`decay_hebbian` fades (docs/activation.md); authored weights
+        never change. A positive ``delta`` fires the edges (their fire count
+        and time). No such edge: :class:`~memstore.errors.InvalidInputError`
+        (link them first).
+        """
+        return self._graph.strengthen(a, b, delta)
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

@@ -189,6 +189,11 @@ class Activation(BaseModel):
     working_memory: list[ActivatedItem]
     """The items that crossed their type's threshold, strongest first, at most ``limit``."""
     stats: ActivationStats
+    missing_vectors: int = 0
+    """Current memories without a vector for the store's embedder, when the query seeded
+    the activation: its recall found them by text only (docs/recall.md)."""
+    missing_ids: list[int] = Field(default_factory=list)
+    """The first of them (at most ten); ``memstore embed rebuild`` computes them."""
     # Builds the background on first use: a 3-hop neighbourhood has thousands
     # of nodes, and most callers read working memory only.
     _build_background: Callable[[], list[Reached]] | None = PrivateAttr(default=None)

@@ -28,6 +28,7 @@ import typer
 from rich.table import Table
 
 from memstore.cli import activation, lifecycle, maintenance, memory, tiers
+from memstore.cli import graph as graph_cli
 from memstore.cli import mcp as mcp_command
 from memstore.cli import server as server_cli
 from memstore.cli.common import (
@@ -53,6 +54,7 @@ lifecycle.register(app)
 server_cli.register(app)
 mcp_command.register(app)
 maintenance.register(app)
+graph_cli.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

@@ -14,6 +14,7 @@ from memstore.cli.common import (
     FilterTagOption,
     JsonOption,
     NamespaceOption,
+    err,
     open_store,
     out,
 )
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 
 def _print_activation(activation: Activation) -> None:
+    if not activation.working_memory:
+        out.print("no memories matched")
     table = Table("#", "score", "id", "type", "layer", "path", "content")
     for rank, item in enumerate(activation.working_memory, start=1):
         path = " → ".join(
@@ -39,7 +42,8 @@ def _print_activation(activation: Activation) -> None:
             path,
             item.node.content,
         )
-    out.print(table)
+    if activation.working_memory:
+        out.print(table)
     stats = activation.stats
     timings = ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in stats.timings_ms.items())
     out.print(
@@ -86,6 +90,13 @@ def activate(
         print(json.dumps({**projected, "stats": activation.stats.model_dump()}, indent=2))
     else:
         _print_activation(activation)
+    from memstore.models import missing_vectors_notice
+
+    notice = missing_vectors_notice(
+        activation.missing_vectors, activation.missing_ids, store.embedder.name, namespace
+    )
+    if notice:
+        err.print(f"note: {notice}")  # stderr: --json's stdout stays one JSON document
 
 
 def register(app: typer.Typer) -> None:

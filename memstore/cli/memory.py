@@ -17,6 +17,7 @@ from memstore.cli.common import (
     JsonOption,
     NamespaceOption,
     TagOption,
+    err,
     open_store,
     out,
     parse_json,
@@ -47,6 +48,9 @@ def _print_nodes(nodes: list[Node]) -> None:
 
 
 def _print_hits(hits: list[Hit]) -> None:
+    if not hits:
+        out.print("no memories matched")
+        return
     table = Table("#", "score", "sim", "lex", "id", "content", "tags", "provenance")
     for hit in hits:
         parts, node = hit.parts, hit.node
@@ -247,6 +251,9 @@ def recall(
             tags=tag or None,
         )
     print_json(hits) if as_json else _print_hits(hits)
+    if hits.notice:
+        # On stderr: --json's stdout stays one JSON document.
+        err.print(f"note: {hits.notice}")
 
 
 def get(

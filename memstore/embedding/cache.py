@@ -33,7 +33,7 @@ from memstore.db.transaction import namespace_transaction, transaction
 from memstore.embedding.base import Embedder, Vectors
 from memstore.errors import DimensionMismatchError, InvalidInputError
 from memstore.graph.content import source_hash
-from memstore.graph.rows import within_ceiling
+from memstore.graph.rows import is_redacted, is_superseded, is_tombstoned, within_ceiling
 from memstore.models import EmbeddingStatus
 
 QUERIES = named_queries(files("memstore.embedding").joinpath("cache.sql").read_text())
@@ -324,3 +324,29 @@ def unfresh(
     missing = [int(node_id) for node_id, absent, _ in rows if absent]
     stale = [int(node_id) for node_id, absent, fresh in rows if not absent and not fresh]
     return missing, stale
+
+
+def missing_vectors(
+    conn: Connection, namespace_id: int, model: str, *, shown: int
+) -> tuple[int, list[int]]:
+    """How many current memories (up to the transaction's privacy ceiling) have no
+    ``model`` vector, and the first ``shown`` of their ids (what recall cannot find
+    by meaning, docs/recall.md)."""
+    e = embeddings
+    joined, _ = _nodes_with_vectors(model)
+    lacking = (
+        sa.select(nodes.c.id)
+        .select_from(joined)
+        .where(nodes.c.namespace_id == namespace_id)
+        .where(e.c.node_id.is_(None))
+        .where(within_ceiling(nodes))
+        .where(~is_superseded(nodes, namespace_id))
+        .where(~is_tombstoned(nodes, namespace_id))
+        .where(~is_redacted(nodes, namespace_id))
+        .subquery()
+    )
+    count = conn.execute(sa.select(sa.func.count()).select_from(lacking)).scalar_one()
+    if not count:
+        return 0, []
+    ids = conn.execute(sa.select(lacking.c.id).order_by(lacking.c.id).limit(shown)).scalars()
+    return int(count), [int(i) for i in ids]

@@ -14,7 +14,15 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from memstore.db.schema import node_state, nodes, redactions, supersessions, tombstones
+from memstore.db.queries import any_of
+from memstore.db.schema import (
+    node_state,
+    nodes,
+    operations,
+    redactions,
+    supersessions,
+    tombstones,
+)
 from memstore.graph.rows import node_columns, to_node, within_ceiling
 from memstore.models import Node
 
@@ -88,20 +96,24 @@ def current_entries(
     return [to_node(row, ns.name) for row in conn.execute(query).mappings()]
 
 
-def count_current(conn: Connection, ns: NamespaceRef, tier: str) -> int:
-    """How many current nodes a tier holds, up to the transaction's privacy ceiling."""
-    return int(
-        conn.execute(
-            sa.select(sa.func.count())
-            .select_from(nodes)
-            .where(
-                nodes.c.namespace_id == ns.id,
-                nodes.c.tier == tier,
-                is_current(ns.id),
-                within_ceiling(nodes),
-            )
-        ).scalar_one()
+def count_current(
+    conn: Connection, ns: NamespaceRef, tier: str, *, node_type: str | None = None
+) -> int:
+    """How many current nodes a tier holds (of ``node_type`` when given), up to the
+    transaction's privacy ceiling."""
+    query = (
+        sa.select(sa.func.count())
+        .select_from(nodes)
+        .where(
+            nodes.c.namespace_id == ns.id,
+            nodes.c.tier == tier,
+            is_current(ns.id),
+            within_ceiling(nodes),
+        )
     )
+    if node_type is not None:
+        query = query.where(nodes.c.node_type == node_type)
+    return int(conn.execute(query).scalar_one())
 
 
 def lock_tier_key(conn: Connection, namespace_id: int, key: str) -> None:
@@ -192,3 +204,24 @@ def newest_by_label(
         .group_by(nodes.c.label)
     )
     return {str(label): int(node_id) for label, node_id in rows}
+
+
+def last_recorded(
+    conn: Connection, namespace_id: int, op: str, node_ids: Sequence[int]
+) -> datetime | None:
+    """When the newest ``memstore.operations`` row of ``op`` naming one of ``node_ids``
+    (``payload.node_id``) was recorded; None if there is none."""
+    named = sa.cast(operations.c.payload["node_id"].astext, sa.BigInteger)
+    moment: datetime | None = conn.execute(
+        sa.select(operations.c.recorded_at)
+        .where(
+            operations.c.namespace_id == namespace_id,
+            operations.c.op == op,
+            operations.c.outcome == "accepted",
+            sa.func.jsonb_typeof(operations.c.payload["node_id"]) == "number",
+            any_of(named, node_ids),
+        )
+        .order_by(operations.c.recorded_at.desc())
+        .limit(1)
+    ).scalar_one_or_none()
+    return moment

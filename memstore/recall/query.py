@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from memstore.models import MAX_FILTER_ITEMS, PRIVACY_MAX, Kind, Privacy, RecallMode, TagFilter
 
@@ -29,7 +29,8 @@ class RecallQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    text: str = Field(min_length=1, max_length=10_000)
+    text: str | None = Field(default=None, min_length=1, max_length=10_000)
+    """None: a recall by a given vector alone (semantic only)."""
     k: int = Field(default=10, ge=1, le=1000)
     mode: RecallMode = "hybrid"
     # Filters: at most MAX_FILTER_ITEMS values each, as long as the fields they match.
@@ -58,6 +59,15 @@ class RecallQuery(BaseModel):
         if self.neighbour_share is None:
             return DEFAULT_NEIGHBOUR_SHARE
         return self.neighbour_share
+
+    @model_validator(mode="after")
+    def _text_for_lexical(self) -> RecallQuery:
+        if self.text is None and self.mode != "semantic":
+            raise ValueError(
+                f"a {self.mode} recall needs query text: without it only mode='semantic'"
+                " (by the given vector) can answer"
+            )
+        return self
 
     @property
     def filtered(self) -> bool:

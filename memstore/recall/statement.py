@@ -236,7 +236,7 @@ def plan(
     """
     known: tuple[list[str], list[int]] = ([], [])
     if terms is not None and not confined and q.mode != "semantic":
-        known = terms.offered(q.text)
+        known = terms.offered(q.text or "")
     params = recall_params(namespace_id, q, vector, text_stats, known)
     hnsw = params["semantic_limit"] and not exact
     return RecallPlan(

@@ -25,11 +25,12 @@ from memstore.graph.listing import LIST_LIMIT_MAX, MemoryPage
 from memstore.inputs import LinkInput
 from memstore.law.ops import Phase
 from memstore.law.receipt import Proposal, Receipt
-from memstore.models import Edge, Hit, Kind, MemoryInput, Node, Reason
+from memstore.models import Edge, Hit, Kind, MemoryInput, Neighbour, Node, Reason
 from memstore.namespace import Namespace
 from memstore.recall.query import RecallQuery
 from memstore.server.app import state_of
 from memstore.server.auth import Principal
+from memstore.services.graph import MAX_DEPTH, MAX_EDGES, MAX_NEIGHBOURS, Direction
 from memstore.tiers.context import ContextPacket, ContextRequest
 from memstore.tiers.summary import NamespaceSummary
 
@@ -390,6 +391,39 @@ def accept(namespace: str, proposal_id: int, body: AcceptRequest, request: Reque
 def reject(namespace: str, proposal_id: int, body: RejectRequest, request: Request) -> Proposal:
     ns, principal = _open(request, namespace, "review")
     return ns.review.reject(proposal_id, reviewer=_label(principal), reason=body.reason)
+
+
+# --- graph reads (appended: issue 21 item 4, docs/recall.md "Graph reads") ---------------
+
+
+@api.get(NS + "/memories/{node_id}/edges", summary="A memory's live edges, heaviest first")
+def edges(
+    namespace: str,
+    node_id: int,
+    request: Request,
+    direction: Annotated[Direction, Query()] = "both",
+    relation: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_EDGES)] = 100,
+) -> list[Edge]:
+    """Edges written on any version of the memory, not forgotten, whose other end (followed
+    to its current version) is visible and neither forgotten nor erased."""
+    ns, _ = _open(request, namespace, "read")
+    return ns.edges(node_id, direction=direction, relation=relation, limit=limit)
+
+
+@api.get(NS + "/memories/{node_id}/neighbours", summary="Memories within a few live edges")
+def neighbours(
+    namespace: str,
+    node_id: int,
+    request: Request,
+    depth: Annotated[int, Query(ge=1, le=MAX_DEPTH)] = 1,
+    direction: Annotated[Direction, Query()] = "both",
+    relation: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_NEIGHBOURS)] = 50,
+) -> list[Neighbour]:
+    """The current memories within ``depth`` live edges, nearest first, with their distance."""
+    ns, _ = _open(request, namespace, "read")
+    return ns.neighbours(node_id, depth=depth, direction=direction, relation=relation, limit=limit)
 
 
 __all__ = ["api", "health"]

@@ -80,7 +80,7 @@ class Activator:
                 for hit in hits:
                     start[hit.node.id] = max(start.get(hit.node.id, 0.0), hit.score / top)
             seeded = round((time.perf_counter() - started) * 1000, 3)
-            return activation.run(
+            result = activation.run(
                 conn,
                 scope.id,
                 scope.name,
@@ -96,6 +96,14 @@ class Activator:
                 tx=tx,
                 prepare=scope.settings.prepared_statements,
             )
+        if request.query is None:
+            return result
+        missing, shown = self.recaller.missing_vectors(
+            validated(RecallQuery, text=request.query, privacy_ceiling=request.privacy_ceiling)
+        )
+        if not missing:
+            return result
+        return result.model_copy(update={"missing_vectors": missing, "missing_ids": shown})
 
     def _seed_ids(
         self, conn: Connection, ids: list[int], as_of: datetime | None

@@ -19,9 +19,10 @@ from sqlalchemy.engine import Connection
 
 from memstore.db.transaction import confined, in_one_round_trip
 from memstore.embedding import cache
+from memstore.errors import InvalidInputError
 from memstore.graph.rows import NamespaceStats, namespace_stats
 from memstore.inputs import validated
-from memstore.models import Hit
+from memstore.models import MISSING_IDS_SHOWN, Hit, Recalled
 from memstore.recall import (
     RecallPlan,
     RecallQuery,
@@ -47,13 +48,36 @@ class Recaller:
         # (namespace id, sizes, when read): a namespace created since is read again.
         self.cached_stats: tuple[int, NamespaceStats, float] | None = None
         self.term_counts = TermCounts()
+        # (namespace, ceiling, the sizes it was counted with) -> what lacks a vector.
+        self.cached_missing: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None = (
+            None
+        )
 
-    def recall(self, query: str, **options: Any) -> list[Hit]:
+    def recall(self, query: str | None, **options: Any) -> Recalled:
         """See :meth:`memstore.namespace.Namespace.recall` (``options`` are its keywords)."""
         options["privacy_ceiling"] = self.scope.ceiling(options.get("privacy_ceiling"))
+        given = options.pop("vector", None)
+        if query is None:
+            if given is None:
+                raise InvalidInputError("recall needs query text, a vector, or both", field="query")
+            if options.get("mode", "hybrid") == "hybrid":
+                options["mode"] = "semantic"  # a vector alone answers by meaning only
         spec = validated(RecallQuery, text=query, **options)
-        vector = self.vector(spec)
+        vector: np.ndarray[Any, Any] | None
+        if given is not None:
+            if spec.mode == "lexical":
+                raise InvalidInputError(
+                    "a lexical recall uses no vector: drop vector= or choose another mode",
+                    field="vector",
+                )
+            vector = cache.check_vector(given, self.scope.embedder.dims, field="vector")
+        else:
+            vector = self.vector(spec)
         self.scope.exists()  # another process may have created it since
+        missing, shown = self.missing_vectors(spec)
+        if missing and spec.mode == "semantic" and spec.text is not None:
+            # Memories without a vector are found by their text (docs/recall.md).
+            spec = spec.model_copy(update={"mode": "hybrid"})
         run = self.plan(spec, vector)
         rows = self.scope.read(
             lambda engine: in_one_round_trip(
@@ -67,12 +91,41 @@ class Recaller:
             )
         )
         self.learn(rows)
-        return recall_hits(rows, spec, self.scope.embedder, self.scope.name)
+        return Recalled(
+            recall_hits(rows, spec, self.scope.embedder, self.scope.name),
+            model=self.scope.embedder.name,
+            namespace=self.scope.name,
+            missing_vectors=missing,
+            missing_ids=shown,
+        )
+
+    def missing_vectors(self, spec: RecallQuery) -> tuple[int, list[int]]:
+        """How many current memories up to the recall's ceiling have no vector for the
+        store's embedder, and the first of their ids (none for a lexical recall).
+
+        Counted only when the namespace's cached sizes show fewer vectors than
+        nodes (e.g. a namespace embedded by another model, or redactions), and
+        then kept as long as those sizes are: a recall pays nothing for it
+        otherwise."""
+        if spec.mode == "lexical" or not self.scope.id:
+            return 0, []
+        stats = self.stats()
+        if stats.vectors >= stats.documents:
+            return 0, []
+        assert self.cached_stats is not None  # stats() has just kept them
+        key = (self.scope.id, spec.privacy_ceiling, self.cached_stats[2])
+        if self.cached_missing is None or self.cached_missing[0] != key:
+            with self.scope.connection(privacy_ceiling=spec.privacy_ceiling) as conn:
+                found = cache.missing_vectors(
+                    conn, self.scope.id, self.scope.embedder.name, shown=MISSING_IDS_SHOWN
+                )
+            self.cached_missing = (key, found)
+        return self.cached_missing[1]
 
     def vector(self, spec: RecallQuery) -> np.ndarray[Any, Any] | None:
         """The query's vector, or None for a lexical recall or a text with nothing to embed
         (e.g. only punctuation)."""
-        if spec.mode == "lexical":
+        if spec.mode == "lexical" or spec.text is None:
             return None
         vector = self.scope.embedder.embed([spec.text])[0]
         return vector if vector.any() else None

@@ -174,9 +174,7 @@ class Scope:
         return self.reads.run(statement)
 
     @contextmanager
-    def pipelined_reading(
-        self, *, privacy_ceiling: int | None
-    ) -> Iterator[PipelinedTransaction]:
+    def pipelined_reading(self, *, privacy_ceiling: int | None) -> Iterator[PipelinedTransaction]:
         """A pipelined namespace transaction (memstore/db/transaction.py) that only reads:
         on a replica when the store has one that will do."""
         if self.reads is None:

@@ -21,7 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from memstore.errors import InvalidInputError, ProcedureNotFoundError
 from memstore.graph import outcomes as outcome_sql
 from memstore.graph.content import checked_content
-from memstore.graph.entries import bump_state, current_entries, learned_counts
+from memstore.graph.entries import (
+    bump_state,
+    count_current,
+    current_entries,
+    last_recorded,
+    learned_counts,
+)
+from memstore.graph.proposals import write_operations
 from memstore.inputs import checked_id, checked_reason, checked_text, validated
 from memstore.models import MemoryInput, Node, NodeStatus
 from memstore.tiers.common import (
@@ -35,6 +42,8 @@ if TYPE_CHECKING:
     from memstore.tx import NamespaceTransaction
 
 PROCEDURE_TYPE = "Procedure"
+# The memstore.operations row that records one use of a procedure version.
+USE_OP = "procedure_use"
 PROCEDURE_KIND = "procedural"
 MAX_STEPS = 100
 NAME_MAX = 200
@@ -120,6 +129,9 @@ class ProcedureStats(BaseModel):
     name: str
     times_applied: int
     success_count: int
+    last_used_at: datetime | None = None
+    """When this version was last used (:meth:`Procedures.use` or
+    :meth:`Procedures.record_success`); None if never."""
 
 
 Role = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -316,6 +328,7 @@ class Procedures:
                 name=node.label or "",
                 times_applied=int(state["times_applied"]),
                 success_count=int(state["success_count"]),
+                last_used_at=self._record_use(tx, node, success=success),
             )
 
     # --- reading ----------------------------------------------------------------
@@ -354,6 +367,7 @@ class Procedures:
                 name=node.label or "",
                 times_applied=int(applied),
                 success_count=int(successes),
+                last_used_at=last_recorded(tx.conn, tx.id, USE_OP, [node.id]),
             )
 
     @staticmethod
@@ -361,7 +375,66 @@ class Procedures:
         """A procedure node's steps, typed (see :func:`steps_of`)."""
         return steps_of(node)
 
+    # --- use (appended: issue 21 item 4) ---------------------------------------------
+
+    def use(self, name_or_id: str | int, *, actor: str | None = None) -> Node:
+        """The current procedure a name or id stands for, with its use recorded.
+
+        Each use is a ``procedure_use`` row of ``memstore.operations`` naming
+        the version (append-only, like the audit log it is part of), which
+        :meth:`last_used` reads; :meth:`record_success` records a use too.
+        """
+        with self.ns.transaction() as tx:
+            node = self._current(tx, name_or_id)
+            self._record_use(tx, node, actor=actor)
+            return node
+
+    def count(self, *, privacy_ceiling: int | None = None) -> int:
+        """How many current procedures there are, up to ``privacy_ceiling`` (default: the
+        store's)."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
+            return count_current(tx.conn, self.ns, PROCEDURES, node_type=PROCEDURE_TYPE)
+
+    def last_used(
+        self, name_or_id: str | int, *, privacy_ceiling: int | None = None
+    ) -> datetime | None:
+        """When any version of the procedure was last used (:meth:`use`,
+        :meth:`record_success`); None if never. A name finds its current procedure;
+        an id may name any version."""
+        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
+            if isinstance(name_or_id, str):
+                node = self._named(tx, name_or_id)
+            else:
+                node = self._procedure(tx.node(self._id(name_or_id)))
+            versions = [version.id for version in tx.lineage(node.id)]
+            return last_recorded(tx.conn, tx.id, USE_OP, versions)
+
     # --- helpers ----------------------------------------------------------------
+
+    def _record_use(
+        self,
+        tx: NamespaceTransaction,
+        node: Node,
+        *,
+        success: bool | None = None,
+        actor: str | None = None,
+    ) -> datetime:
+        """Record one use of the procedure version ``node``; returns its time."""
+        if actor is not None:
+            actor = checked_text(actor, "actor", max_length=200)
+        payload: dict[str, Any] = {"node_id": node.id}
+        if success is not None:
+            payload["success"] = success
+        row = {
+            "op": USE_OP,
+            "actor": actor or self.ns.settings.actor,
+            "outcome": "accepted",
+            "payload": payload,
+        }
+        write_operations(tx.conn, tx.id, [row])
+        moment = last_recorded(tx.conn, tx.id, USE_OP, [node.id])
+        assert moment is not None  # just written
+        return moment
 
     def _prepared(
         self, name: str, description: str, steps: Sequence[ProcedureStep | Mapping[str, Any]]

@@ -54,8 +54,7 @@ WRITES: dict[str, set[str]] = {
     "Namespace": {
         "remember", "remember_many", "link", "revise", "forget", "redact", "apply", "sleep",
         "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings", "maintain",
-        "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings",
-        "confirm",
+        "confirm", "strengthen",
     },
     "NamespaceTransaction": {
         "remember", "remember_item", "store_item", "link", "revise", "forget", "redact",
@@ -63,7 +62,9 @@ WRITES: dict[str, set[str]] = {
     "Timeline": {"ingest_turn", "ingest_turns"},
     "Scratchpad": {"pin", "unpin"},
     "Lessons": {"add", "add_if_new", "remove", "record_applied", "enforce_cap", "decay_unused"},
-    "Procedures": {"add", "add_if_new", "refine", "remove", "record_success", "record_outcome"},
+    "Procedures": {
+        "add", "add_if_new", "refine", "remove", "record_success", "record_outcome", "use",
+    },
     "KeyedEntries": {"put", "put_many", "forget"},
     "Consolidation": {"record"},
     "Review": {"accept", "reject"},
@@ -419,6 +420,25 @@ READS: dict[str, Call] = {
     "Procedures.stats": lambda st, ns, w, kw: ns.procedures.stats("ferry", **kw),
     "Procedures.outcomes": lambda st, ns, w, kw: ns.procedures.outcomes("ferry", **kw),
     "Procedures.roles": lambda st, ns, w, kw: ns.procedures.roles("ferry", **kw),
+    "Procedures.count": lambda st, ns, w, kw: ns.procedures.count(**kw),
+    "Procedures.last_used": lambda st, ns, w, kw: [
+        ns.procedures.last_used("ferry", **kw),
+        ns.procedures.last_used(w.public["procedure"], **kw),
+    ],
+    "Namespace.edges": lambda st, ns, w, kw: [
+        ns.edges(w.public["harbour"], **kw),
+        ns.edges(w.public["ferry"], direction="in", **kw),
+        _or_not_found(lambda: ns.edges(w.public["plan"], **kw)),
+    ],
+    "Namespace.neighbours": lambda st, ns, w, kw: [
+        ns.neighbours(w.public["harbour"], depth=3, **kw),
+        ns.neighbours(w.public["ferry"], depth=2, direction="in", **kw),
+        _or_not_found(lambda: ns.neighbours(w.public["plan"], **kw)),
+    ],
+    "Namespace.similarity": lambda st, ns, w, kw: [
+        ns.similarity(w.public["harbour"], w.public["ferry"], **kw),
+        _or_not_found(lambda: ns.similarity(w.public["harbour"], w.secret["code"], **kw)),
+    ],
     "KeyedEntries.get": lambda st, ns, w, kw: ns.keyed("notes").get(["harbour", "vault"], **kw),
     "KeyedEntries.all": lambda st, ns, w, kw: ns.keyed("notes").all(limit=50, **kw),
     "KeyedEntries.history": lambda st, ns, w, kw: [
@@ -437,6 +457,7 @@ EXPECTED_COUNTS: dict[str, Callable[[Any], bool]] = {
     "Scratchpad.count": lambda got: got == 1,
     "Lessons.count": lambda got: got == 1,
     "Consolidation.total": lambda got: got == 3,
+    "Procedures.count": lambda got: got == 1,
 }
 
 

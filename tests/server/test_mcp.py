@@ -501,3 +501,21 @@ def test_memstore_mcp_over_stdio(database_url, store):
     assert ok(recalled)["hits"][0]["id"] == node_id
     assert "does not exist" in refused(missing)
     assert store.namespace(name).get(node_id).actor == "mcp"
+
+
+def test_graph_read_tools(ns):
+    alice = ns.remember("Alice plays the violin")
+    lisbon = ns.remember("Lisbon is by the sea")
+    portugal = ns.remember("Portugal is in Europe")
+    ns.link(alice.id, lisbon.id, relation="lives_in", weight=0.9)
+    ns.link(lisbon.id, portugal.id, relation="in")
+    server = server_for(ns, tools="all")
+    links = call(server, "memory_edges", {"id": f"#{lisbon.id}", "direction": "in"})
+    assert [e["relation"] for e in links.structured_content["edges"]] == ["lives_in"]
+    assert f"#{alice.id} -[" in text_of(links)
+    near = call(server, "memory_neighbours", {"id": alice.id, "depth": 2})
+    assert [(n["node"]["id"], n["distance"]) for n in near.structured_content["neighbours"]] == [
+        (lisbon.id, 1),
+        (portugal.id, 2),
+    ]
+    assert "(distance 2)" in text_of(near)

@@ -370,3 +370,25 @@ def test_a_closed_store_is_503(portal, database_url, key_for):
         )
     finally:
         down.close()
+
+
+def test_graph_reads_over_rest(api, store):
+    from memstore.keys import create_key
+
+    key = create_key(store.engine, namespace="rest-graph", scopes=["read", "write"]).key
+    base = "/v1/namespaces/rest-graph"
+    ids = [
+        api.post(f"{base}/memories", key=key, json={"content": text}).json()["id"]
+        for text in ("Alice plays the violin", "Lisbon is by the sea", "Portugal is in Europe")
+    ]
+    api.post(f"{base}/edges", key=key, json={"src": ids[0], "dst": ids[1], "relation": "lives_in"})
+    api.post(f"{base}/edges", key=key, json={"src": ids[1], "dst": ids[2], "relation": "in"})
+    edges = api.get(f"{base}/memories/{ids[1]}/edges?direction=in", key=key)
+    assert edges.status_code == 200, edges.text
+    assert [(e["src"], e["relation"]) for e in edges.json()] == [(ids[0], "lives_in")]
+    near = api.get(f"{base}/memories/{ids[0]}/neighbours?depth=2", key=key).json()
+    assert [(n["node"]["id"], n["distance"]) for n in near] == [(ids[1], 1), (ids[2], 2)]
+    bad = api.get(f"{base}/memories/{ids[0]}/neighbours?depth=4", key=key)
+    assert bad.status_code == 422
+    missing = api.get(f"{base}/memories/999999/edges", key=key)
+    assert missing.status_code == 404

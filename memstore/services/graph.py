@@ -1,0 +1,192 @@
+"""Graph reads of one namespace: a memory's edges and neighbours, two memories'
+similarity, and an explicit strengthening of the edges between two memories.
+
+A memory is named by any of its versions' ids and stands for its current
+version, as activation seeds do: edges stay on the version they were written
+for, and a memory's edges are those of all its versions (docs/recall.md,
+"Graph reads"). Edges are followed by the activation pull's rules
+(sql/05_neighbourhood.sql): live edges to visible, current memories only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memstore.errors import InvalidInputError, NodeStateError
+from memstore.graph import lineage as lineage_sql
+from memstore.graph import reads
+from memstore.graph.rows import fetch_nodes
+from memstore.inputs import validated
+from memstore.models import Edge, Neighbour, Node, RowId
+from memstore.services.scope import Scope
+from memstore.tx import NamespaceTransaction
+
+MAX_DEPTH = 3
+"""Neighbours are at most this many edges away: past three hops a hub reaches
+much of a graph (docs/architecture.md, the pull's measurements)."""
+MAX_EDGES = 10_000
+MAX_NEIGHBOURS = 10_000
+
+Direction = Literal["both", "out", "in"]
+Relation = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class EdgesQuery(BaseModel):
+    """The arguments of :meth:`~memstore.namespace.Namespace.edges`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_id: RowId
+    direction: Direction = "both"
+    relation: Relation | None = None
+    limit: int = Field(default=100, ge=1, le=MAX_EDGES, strict=True)
+
+
+class NeighboursQuery(BaseModel):
+    """The arguments of :meth:`~memstore.namespace.Namespace.neighbours`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_id: RowId
+    depth: int = Field(default=1, ge=1, le=MAX_DEPTH, strict=True)
+    direction: Direction = "both"
+    relation: Relation | None = None
+    limit: int = Field(default=50, ge=1, le=MAX_NEIGHBOURS, strict=True)
+
+
+class SimilarityQuery(BaseModel):
+    """The arguments of :meth:`~memstore.namespace.Namespace.similarity`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    a: RowId
+    b: RowId
+
+
+class Strengthening(BaseModel):
+    """The arguments of :meth:`~memstore.namespace.Namespace.strengthen`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    a: RowId
+    b: RowId
+    delta: float = Field(ge=-1.0, le=1.0, allow_inf_nan=False)
+
+
+class GraphReader:
+    """The graph reads (and the explicit co-activation) of one namespace."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+
+    def edges(
+        self, node_id: int, *, privacy_ceiling: int | None = None, **options: object
+    ) -> list[Edge]:
+        """See :meth:`memstore.namespace.Namespace.edges`."""
+        query = validated(EdgesQuery, node_id=node_id, **options)
+        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
+            memory = self._memory(tx, query.node_id)
+            found = reads.live_edges(
+                tx.conn,
+                tx.id,
+                self.scope.name,
+                memory,
+                direction=query.direction,
+                relation=query.relation,
+                limit=query.limit,
+            )
+        return [live.edge for live in found]
+
+    def neighbours(
+        self, node_id: int, *, privacy_ceiling: int | None = None, **options: object
+    ) -> list[Neighbour]:
+        """See :meth:`memstore.namespace.Namespace.neighbours`."""
+        query = validated(NeighboursQuery, node_id=node_id, **options)
+        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
+            memory = self._memory(tx, query.node_id)
+            near = reads.neighbour_ids(
+                tx.conn,
+                tx.id,
+                memory,
+                depth=query.depth,
+                direction=query.direction,
+                relation=query.relation,
+                limit=query.limit,
+            )
+            found = fetch_nodes(tx.conn, tx.id, self.scope.name, [i for i, _ in near])
+        return [Neighbour(node=found[i], distance=d) for i, d in near if i in found]
+
+    def similarity(self, a: int, b: int, *, privacy_ceiling: int | None = None) -> float:
+        """See :meth:`memstore.namespace.Namespace.similarity`."""
+        query = validated(SimilarityQuery, a=a, b=b)
+        model = self.scope.embedder.name
+        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
+            nodes = [tx.node(query.a), tx.node(query.b)]  # raises for one it cannot see
+            vectors = reads.stored_vectors(tx.conn, tx.id, model, [query.a, query.b])
+        for node in nodes:
+            if node.id not in vectors:
+                raise NodeStateError(
+                    f"node {node.id} has no vector for the embedder {model!r}"
+                    f" ({self._why_no_vector(node)}); compute it with"
+                    f" `memstore embed rebuild -n {self.scope.name}`",
+                    node_id=node.id,
+                )
+        return reads.cosine(vectors[query.a], vectors[query.b])
+
+    def strengthen(self, a: int, b: int, delta: float) -> list[Edge]:
+        """See :meth:`memstore.namespace.Namespace.strengthen`."""
+        if isinstance(delta, bool):
+            raise InvalidInputError("delta must be a number from -1 to 1", field="delta")
+        change = validated(Strengthening, a=a, b=b, delta=delta)
+        if change.delta == 0:
+            raise InvalidInputError("delta must not be 0: nothing would change", field="delta")
+        with self.scope.transaction() as tx:
+            first, second = self._memory(tx, change.a), self._memory(tx, change.b)
+            if first == second:
+                raise InvalidInputError(
+                    f"nodes {change.a} and {change.b} are versions of one memory", field="b"
+                )
+            between = [
+                live.edge
+                for live in reads.live_edges(
+                    tx.conn,
+                    tx.id,
+                    self.scope.name,
+                    first,
+                    direction="both",
+                    relation=None,
+                    limit=MAX_EDGES,
+                )
+                if live.far == second and not live.edge.inhibitory
+            ]
+            if not between:
+                raise InvalidInputError(
+                    f"no live excitatory edge links node {change.a} and node {change.b}:"
+                    " link them first (ns.link), then strengthen the link",
+                    field="b",
+                )
+            weights = reads.change_learned_weights(
+                tx.conn, tx.id, [edge.id for edge in between], change.delta
+            )
+        return [
+            edge.model_copy(update={"learned_weight": weights[edge.id]})
+            for edge in sorted(between, key=lambda edge: edge.id)
+        ]
+
+    def _memory(self, tx: NamespaceTransaction, node_id: int) -> int:
+        """The current version of the memory ``node_id`` is a version of; raises when the
+        caller cannot see it, or the memory was forgotten or erased."""
+        tx.node(node_id)
+        latest = lineage_sql.current_version(tx.conn, tx.id, node_id)
+        if latest != node_id and latest not in fetch_nodes(tx.conn, tx.id, tx.name, [latest]):
+            tx.raise_missing(node_id)  # its current version is above the ceiling
+        tx.current(latest)  # raises for a forgotten or redacted memory
+        return latest
+
+    @staticmethod
+    def _why_no_vector(node: Node) -> str:
+        if node.status.value == "redacted":
+            return "it was redacted"
+        return "the namespace was embedded by another model, or the vector was dropped"
