@@ -65,6 +65,11 @@ if TYPE_CHECKING:
     from memstore.tiers.summary import NamespaceSummary as NamespaceSummary
     from memstore.tiers.timeline import Timeline as Timeline
     from memstore.tx import NamespaceTransaction as NamespaceTransaction
+    from memstore.errors import NamespaceNotEmptyError as NamespaceNotEmptyError
+    from memstore.errors import RestoreNotPermittedError as RestoreNotPermittedError
+    from memstore.errors import SnapshotFileError as SnapshotFileError
+    from memstore.models import ExportSummary as ExportSummary
+    from memstore.models import RestoreSummary as RestoreSummary
 
 # The public names load on first use (PEP 562): importing the package, which
 # every submodule does (the ``memstore`` command too), must not import
@@ -122,6 +127,11 @@ _LAZY = {
     "StoreStatus": "memstore.models",
     "Timeline": "memstore.tiers.timeline",
     "UnsupportedServerError": "memstore.errors",
+    "NamespaceNotEmptyError": "memstore.errors",
+    "RestoreNotPermittedError": "memstore.errors",
+    "SnapshotFileError": "memstore.errors",
+    "ExportSummary": "memstore.models",
+    "RestoreSummary": "memstore.models",
 }
 __all__ = list(_LAZY)
 
