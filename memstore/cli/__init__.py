@@ -30,6 +30,7 @@ from rich.table import Table
 from memstore.cli import activation, lifecycle, memory, tiers
 from memstore.cli import mcp as mcp_command
 from memstore.cli import server as server_cli
+from memstore.cli import snapshot as snapshot_cli
 from memstore.cli.common import (
     CeilingOption,
     app,
@@ -52,6 +53,7 @@ tiers.register(app)
 lifecycle.register(app)
 server_cli.register(app)
 mcp_command.register(app)
+snapshot_cli.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:
