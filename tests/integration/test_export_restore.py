@@ -487,3 +487,21 @@ def test_the_owner_keeps_times_only_when_it_says_so(database_url: str, source):
         ).fetchone()
         assert kept.year == 2001
         owner.rollback()
+
+
+# --- the example in docs/operations.md runs as written -------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+
+
+def test_the_operations_example_runs(database_url: str, capsys: pytest.CaptureFixture[str]):
+    section = DOCS.read_text().split("## Export and restore", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    # The example opens the embedded default store; here it opens the test database.
+    opened = "MemoryStore.open(embedder=HashingEmbedder())"
+    assert opened in code
+    code = code.replace(opened, f"MemoryStore.open({database_url!r}, embedder=HashingEmbedder())")
+    exec(compile(code, str(DOCS), "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    expected = [line.split("# ", 1)[1].strip() for line in code.splitlines() if "print(" in line]
+    assert printed == expected
