@@ -22,6 +22,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.queries import named_queries
 from memstore.db.transaction import declare_scope, transaction
+from memstore.embedding.base import Vectors
+from memstore.graph.content import source_hash
+from memstore.graph.nodes import QUERIES as NODE_QUERIES
+from memstore.graph.nodes import vector_copy_data
 
 QUERIES = named_queries(files("memstore.graph").joinpath("export.sql").read_text())
 
@@ -175,3 +179,20 @@ def unembedded(
 def record_restore(conn: Connection, namespace_id: int, row: dict[str, Any]) -> None:
     """The restore's own row in the audit log (through memstore.record_operations)."""
     _raw(conn).execute(QUERIES["audit"], {"ns": namespace_id, "rows": Jsonb([row])})
+
+
+def write_vectors(
+    conn: Connection,
+    namespace_id: int,
+    model: str,
+    node_ids: Sequence[int],
+    texts: Sequence[str],
+    vectors: Vectors,
+) -> None:
+    """The restored memories' vectors by binary COPY straight into the embeddings table
+    (a restore runs as the owner, whom COPY may write for; numpy arrays, never text)."""
+    data = vector_copy_data(
+        namespace_id, node_ids, model, vectors, [source_hash(text) for text in texts]
+    )
+    with _raw(conn).cursor() as cursor, cursor.copy(NODE_QUERIES["copy_vectors"]) as copy:
+        copy.write(data)

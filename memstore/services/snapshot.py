@@ -54,7 +54,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # Rows of the review queue and the audit log are rewritten in the client, a
 # chunk at a time; memory stays bounded by the chunk.
 CHUNK = 500
-EMBED_BATCH = 256
+EMBED_BATCH = 1000
 
 Target = str | os.PathLike[str] | IO[bytes]
 
@@ -201,6 +201,8 @@ def restore(
             loader = _Loader(conn, namespace_id, model, use_vectors=use_vectors)
             counts = loader.load(lines, progress)
             embedded = _embed_missing(conn, namespace_id, embedder)
+            if progress is not None:
+                progress("vectors", embedded)
             rows.record_restore(
                 conn,
                 namespace_id,
@@ -530,8 +532,6 @@ def _embed_missing(conn: Connection, namespace_id: int, embedder: Embedder) -> i
         while batch := cursor.fetchmany(EMBED_BATCH):
             ids = [int(row[0]) for row in batch]
             texts = [str(row[1]) for row in batch]
-            cache.upsert_vectors(
-                conn, namespace_id, embedder.name, ids, texts, embedder.embed(texts)
-            )
+            rows.write_vectors(conn, namespace_id, embedder.name, ids, texts, embedder.embed(texts))
             written += len(batch)
     return written
