@@ -155,14 +155,11 @@ def _run(
 def _seed(store: MemoryStore, name: str, size: int) -> None:
     ns = store.namespace(name)
     start = time.perf_counter()
-    ids: list[int] = []
-    batch = 10_000
-    for first in range(0, size, batch):
-        texts = [
-            f"memory {i}: agent {i % 97} noted topic {i % 1013} at step {i}"
-            for i in range(first, min(size, first + batch))
-        ]
-        ids += ns.remember_many(texts)
+    # One call: the model's HNSW index is built once, after the load (a second
+    # call would insert into the live index at a few hundred rows/s).
+    ids = ns.remember_many(
+        [f"memory {i}: agent {i % 97} noted topic {i % 1013} at step {i}" for i in range(size)]
+    )
     with psycopg.connect(_owner_url(store)) as conn, conn.cursor() as cur:
         with cur.copy(
             "COPY memstore.edges (namespace_id, src, dst, relation, weight) FROM STDIN"
