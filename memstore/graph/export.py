@@ -165,15 +165,16 @@ def insert_staged(conn: Connection, section: str, namespace_id: int, model: str)
     return max(cursor.rowcount, 0)
 
 
-@contextmanager
 def unembedded(
-    conn: Connection, namespace_id: int, model: str
-) -> Iterator[psycopg.ServerCursor[Any]]:
-    """A server-side cursor over (id, content) of the namespace's memories without a
-    ``model`` vector, redacted ones left out; fetch it in batches."""
-    with _raw(conn).cursor(name="memstore_restore_unembedded") as cursor:
-        cursor.execute(QUERIES["unembedded"], {"ns": namespace_id, "model": model})
-        yield cursor
+    conn: Connection, namespace_id: int, model: str, *, after: int, limit: int
+) -> list[tuple[int, str]]:
+    """The next ``limit`` (id, content) of the namespace's memories after id ``after``
+    without a ``model`` vector, redacted ones left out."""
+    rows = _raw(conn).execute(
+        QUERIES["unembedded"],
+        {"ns": namespace_id, "model": model, "after": after, "limit": limit},
+    )
+    return [(int(node_id), str(content)) for node_id, content in rows]
 
 
 def record_restore(conn: Connection, namespace_id: int, row: dict[str, Any]) -> None:

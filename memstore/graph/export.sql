@@ -275,16 +275,19 @@ WHERE r.model = %(model)s
 ORDER BY s.n
 
 -- unembedded --
--- The restored memories the store's model has no vector for (none were in
--- the file, or they were for another model): embedded before the commit.
+-- The next batch (by id, after %(after)s) of restored memories the store's model
+-- has no vector for (none were in the file, or they were for another model):
+-- embedded before the commit. Keyset batches, not a cursor held open while the
+-- vectors go in: each batch is a fresh range scan of pk_nodes.
 SELECT n.id, n.content
 FROM memstore.nodes n
-WHERE n.namespace_id = %(ns)s
+WHERE n.namespace_id = %(ns)s AND n.id > %(after)s
   AND NOT EXISTS (SELECT 1 FROM memstore.redactions r
                   WHERE r.namespace_id = %(ns)s AND r.node_id = n.id)
   AND NOT EXISTS (SELECT 1 FROM memstore.embeddings e
                   WHERE e.namespace_id = %(ns)s AND e.node_id = n.id AND e.model = %(model)s)
 ORDER BY n.id
+LIMIT %(limit)s
 
 -- audit --
 -- The restore's own row in the audit log, stamped now() like any other.

@@ -528,10 +528,13 @@ def _embed_missing(conn: Connection, namespace_id: int, embedder: Embedder) -> i
     """Vectors for the restored memories that have none for the store's embedder (the file
     carried none, or another model's), computed in the restore's transaction."""
     written = 0
-    with rows.unembedded(conn, namespace_id, embedder.name) as cursor:
-        while batch := cursor.fetchmany(EMBED_BATCH):
-            ids = [int(row[0]) for row in batch]
-            texts = [str(row[1]) for row in batch]
-            rows.write_vectors(conn, namespace_id, embedder.name, ids, texts, embedder.embed(texts))
-            written += len(batch)
+    after = 0
+    while batch := rows.unembedded(
+        conn, namespace_id, embedder.name, after=after, limit=EMBED_BATCH
+    ):
+        ids = [node_id for node_id, _ in batch]
+        texts = [content for _, content in batch]
+        rows.write_vectors(conn, namespace_id, embedder.name, ids, texts, embedder.embed(texts))
+        written += len(batch)
+        after = ids[-1]
     return written
