@@ -41,6 +41,7 @@ from memstore.errors import (
 )
 from memstore.graph import export as rows
 from memstore.graph.namespaces import open_namespace
+from memstore.graph.nodes import analyze_nodes
 from memstore.models import PRIVACY_MAX, ExportSummary, RestoreSummary
 from memstore.services.scope import Scope, check_namespace_name
 
@@ -200,6 +201,10 @@ def restore(
                 )
             loader = _Loader(conn, namespace_id, model, use_vectors=use_vectors)
             counts = loader.load(lines, progress)
+            # Fresh statistics for the rows just written: with the new namespace
+            # unknown to the planner, the search for memories without a vector
+            # probed the vector table by sequential scan, once per memory.
+            analyze_nodes(conn)
             embedded = _embed_missing(conn, namespace_id, embedder)
             if progress is not None:
                 progress("vectors", embedded)
