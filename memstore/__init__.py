@@ -26,10 +26,13 @@ if TYPE_CHECKING:
     from memstore.errors import EntryNotFoundError as EntryNotFoundError
     from memstore.errors import InvalidInputError as InvalidInputError
     from memstore.errors import MemstoreError as MemstoreError
+    from memstore.errors import NamespaceNotEmptyError as NamespaceNotEmptyError
     from memstore.errors import NodeStateError as NodeStateError
     from memstore.errors import NotFoundError as NotFoundError
     from memstore.errors import OperationRejectedError as OperationRejectedError
+    from memstore.errors import RestoreNotPermittedError as RestoreNotPermittedError
     from memstore.errors import SchemaVersionError as SchemaVersionError
+    from memstore.errors import SnapshotFileError as SnapshotFileError
     from memstore.errors import StoreClosedError as StoreClosedError
     from memstore.errors import UnsupportedServerError as UnsupportedServerError
     from memstore.inputs import LinkInput as LinkInput
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from memstore.lifecycle import Review as Review
     from memstore.models import Edge as Edge
     from memstore.models import EmbeddingStatus as EmbeddingStatus
+    from memstore.models import ExportSummary as ExportSummary
     from memstore.models import Hit as Hit
     from memstore.models import MemoryInput as MemoryInput
     from memstore.models import NamespaceInfo as NamespaceInfo
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from memstore.models import Node as Node
     from memstore.models import NodeStatus as NodeStatus
     from memstore.models import Recalled as Recalled
+    from memstore.models import RestoreSummary as RestoreSummary
     from memstore.models import ScoreParts as ScoreParts
     from memstore.models import StoreStatus as StoreStatus
     from memstore.namespace import Namespace as Namespace
@@ -134,6 +139,11 @@ _LAZY = {
     "TurnsReport": "memstore.tiers.timeline",
     "Neighbour": "memstore.models",
     "Recalled": "memstore.models",
+    "NamespaceNotEmptyError": "memstore.errors",
+    "RestoreNotPermittedError": "memstore.errors",
+    "SnapshotFileError": "memstore.errors",
+    "ExportSummary": "memstore.models",
+    "RestoreSummary": "memstore.models",
 }
 __all__ = list(_LAZY)
 

@@ -342,3 +342,29 @@ class RateLimitedError(MemstoreError):
     def __init__(self, message: str, *, retry_after: float):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class SnapshotFileError(InvalidInputError):
+    """An export file cannot be restored: missing or unreadable, not a memstore export,
+    another format version, a line that is not a JSON object or is out of order, or a
+    file cut short. ``line`` is the 1-based number of the offending line, when there is
+    one. Nothing was written."""
+
+    def __init__(self, message: str, *, line: int | None = None):
+        super().__init__(message, field="file")
+        self.line = line
+
+
+class NamespaceNotEmptyError(MemstoreError):
+    """A restore was aimed at a namespace that already holds memories (it rebuilds only
+    into an empty or absent one); ``namespace`` names it. Nothing was written."""
+
+    def __init__(self, message: str, *, namespace: str):
+        super().__init__(message)
+        self.namespace = namespace
+
+
+class RestoreNotPermittedError(MemstoreError):
+    """The connected role may not restore: only the tables' owner (the migrating role),
+    logged in as itself, can write rows with their original times (docs/security.md,
+    "Restore keeps the times"). Nothing was written."""

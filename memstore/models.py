@@ -523,3 +523,35 @@ def missing_vectors_notice(
 
 
 MISSING_IDS_SHOWN = 10
+
+
+class ExportSummary(BaseModel):
+    """What :meth:`~memstore.namespace.Namespace.export` wrote (docs/operations.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    namespace: str
+    exported_at: datetime
+    """The snapshot's time: the file holds the namespace as it was then."""
+    rows: dict[str, int]
+    """Lines per section (``node``, ``edge``, … ``embedding``)."""
+    vectors: bool
+    """Whether the file carries the store's embedding vectors."""
+    bytes: int
+
+
+class RestoreSummary(BaseModel):
+    """What :meth:`~memstore.store.MemoryStore.restore` rebuilt (docs/operations.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    namespace: str
+    source_namespace: str
+    """The namespace the file was exported from."""
+    exported_at: datetime
+    rows: dict[str, int]
+    """Rows written per section, under new ids."""
+    vectors_restored: int
+    """Vectors taken from the file (it carried them, for the store's embedder)."""
+    vectors_embedded: int
+    """Vectors computed by the store's embedder during the restore."""

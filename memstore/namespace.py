@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from sqlalchemy.engine import Connection, Engine
@@ -28,6 +29,7 @@ from memstore.lifecycle import service as lifecycle
 from memstore.models import (
     Edge,
     EmbeddingStatus,
+    ExportSummary,
     Kind,
     MemoryInput,
     Neighbour,
@@ -877,6 +879,37 @@ class Namespace:
         (link them first).
         """
         return self._graph.strengthen(a, b, delta)
+
+    # --- export (appended: docs/operations.md, "Export and restore") --------------------
+
+    def export(
+        self,
+        destination: str | os.PathLike[str] | IO[bytes],
+        *,
+        with_vectors: bool = False,
+        privacy_ceiling: int | None = None,
+    ) -> ExportSummary:
+        """Write the whole namespace to ``destination`` (a path, or a binary stream) as JSON
+        lines, from one consistent snapshot, in constant memory.
+
+        Every version (current, superseded, forgotten, redacted — an erased
+        version as the table now holds it: its content never appears), edge,
+        tombstone, supersession, redaction record, learned state, proposal
+        with its decision, and the audit log; ``with_vectors`` adds the store's
+        vectors (by default a restore re-embeds). Activation logs are left
+        out. A whole namespace needs every privacy level: ``privacy_ceiling``
+        (default: the store's) below 3 raises
+        :class:`~memstore.errors.InvalidInputError`. A path is written beside
+        and renamed once complete. Restore with :meth:`MemoryStore.restore`.
+
+        >>> ns.export("agent-7.jsonl").rows["node"]                    # doctest: +SKIP
+        42
+        """
+        from memstore.services import snapshot
+
+        return snapshot.export(
+            self._scope, destination, with_vectors=with_vectors, privacy_ceiling=privacy_ceiling
+        )
 
 
 __all__ = ["Namespace", "check_namespace_name", "checked_ceiling"]

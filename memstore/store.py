@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Self
+from typing import IO, Self
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -22,7 +23,7 @@ from memstore.db.urls import mask
 from memstore.embedding.base import Embedder
 from memstore.embedding.select import choose_embedder
 from memstore.errors import ConfigurationError, StoreClosedError
-from memstore.models import NamespaceInfo, StoreStatus
+from memstore.models import NamespaceInfo, RestoreSummary, StoreStatus
 from memstore.namespace import Namespace, check_namespace_name, checked_ceiling
 
 # Namespace objects the store keeps for reuse, the most recently used: each holds its
@@ -242,3 +243,42 @@ class MemoryStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    # --- restore (appended: docs/operations.md, "Export and restore") ------------------
+
+    def restore(
+        self,
+        source: str | os.PathLike[str] | IO[bytes],
+        *,
+        namespace: str,
+        progress: Callable[[str, int], None] | None = None,
+    ) -> RestoreSummary:
+        """Rebuild an export (:meth:`Namespace.export`) into ``namespace``, empty or new.
+
+        One transaction: a file that is cut short, not JSON, of another format
+        version or whose ids do not hold together restores nothing
+        (:class:`~memstore.errors.SnapshotFileError`), and so does a namespace
+        that already holds memories (:class:`~memstore.errors.NamespaceNotEmptyError`).
+        Every row gets a new id and every reference follows; statuses, lineage,
+        edges, transaction times (``as_of``), learned state and the review queue
+        come back as they were. Vectors come from the file when it carries them
+        for the store's embedder, else the store's embedder computes them in the
+        same transaction. Only the tables' owner may restore (it writes the
+        file's times): as ``memstore_app`` it raises
+        :class:`~memstore.errors.RestoreNotPermittedError` (docs/security.md).
+        ``progress`` is called with each section's name and row count.
+
+        >>> ns.export("agent-7.jsonl")                                 # doctest: +SKIP
+        >>> store.restore("agent-7.jsonl", namespace="agent-7-copy").rows["node"]  # doctest: +SKIP
+        42
+        """
+        from memstore.services import snapshot
+
+        return snapshot.restore(
+            self.engine,
+            source,
+            namespace=namespace,
+            settings=self.settings,
+            embedder=self.embedder,
+            progress=progress,
+        )

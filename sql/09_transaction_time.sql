@@ -44,10 +44,40 @@
 -- order, so on proposals the decision guard (guard_decision, sql/02) refuses a
 -- forbidden change before stamp_proposal looks at it.
 
+-- Restore (memstore restore, docs/security.md "Restore keeps the times"): a
+-- namespace rebuilt from an export must answer as_of as the original did, so
+-- its rows need their original transaction times. The stamp functions keep a
+-- time an INSERT gives only when restore_keeps_time() says so, which needs
+-- all three of:
+--   * the transaction said so: SET LOCAL memstore.restoring = 'on' (nothing
+--     memstore does in the service sets it);
+--   * the role writing is the table's owner (the migrating role), and
+--   * it is the role that logged in (current_user = session_user): not a
+--     SECURITY DEFINER function owned by the owner running for memstore_app
+--     (record_operations, open_namespace), and not a SET ROLE.
+-- memstore_app, memstore_reader and memstore_redactor own nothing, so for
+-- them the flag changes nothing: a back-dated row still gets now(). The owner
+-- could always switch the triggers off (which db check reports); this path
+-- lets it keep times without that, row by row, and only where it asks.
+-- It is consulted only when an INSERT gives a time other than now(), which
+-- memstore's own writes never do: the everyday path costs nothing more.
+-- EXECUTE stays with PUBLIC: every role's INSERT runs the stamp functions.
+CREATE OR REPLACE FUNCTION memstore.restore_keeps_time(p_table oid) RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(current_setting('memstore.restoring', true), '') = 'on'
+       AND current_user = session_user
+       AND EXISTS (SELECT 1 FROM pg_class c
+                   WHERE c.oid = p_table AND pg_get_userbyid(c.relowner) = current_user);
+$$;
+
 CREATE OR REPLACE FUNCTION memstore.stamp_recorded_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.recorded_at IS NULL OR NEW.recorded_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+    IF NEW.recorded_at IS NULL OR (NEW.recorded_at OPERATOR(pg_catalog.<>) pg_catalog.now()
+                              AND NOT memstore.restore_keeps_time(TG_RELID)) THEN
         NEW.recorded_at := pg_catalog.now();
     END IF;
     RETURN NEW;
@@ -57,7 +87,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.at IS NULL OR NEW.at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+    IF NEW.at IS NULL OR (NEW.at OPERATOR(pg_catalog.<>) pg_catalog.now()
+                              AND NOT memstore.restore_keeps_time(TG_RELID)) THEN
         NEW.at := pg_catalog.now();
     END IF;
     RETURN NEW;
@@ -67,7 +98,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_created_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.created_at IS NULL OR NEW.created_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+    IF NEW.created_at IS NULL OR (NEW.created_at OPERATOR(pg_catalog.<>) pg_catalog.now()
+                              AND NOT memstore.restore_keeps_time(TG_RELID)) THEN
         NEW.created_at := pg_catalog.now();
     END IF;
     RETURN NEW;
@@ -77,7 +109,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_updated_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.updated_at IS NULL OR NEW.updated_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+    IF NEW.updated_at IS NULL OR (NEW.updated_at OPERATOR(pg_catalog.<>) pg_catalog.now()
+                              AND NOT memstore.restore_keeps_time(TG_RELID)) THEN
         NEW.updated_at := pg_catalog.now();
     END IF;
     RETURN NEW;
@@ -87,7 +120,8 @@ $$;
 CREATE OR REPLACE FUNCTION memstore.stamp_redacted_at() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.redacted_at IS NULL OR NEW.redacted_at OPERATOR(pg_catalog.<>) pg_catalog.now() THEN
+    IF NEW.redacted_at IS NULL OR (NEW.redacted_at OPERATOR(pg_catalog.<>) pg_catalog.now()
+                              AND NOT memstore.restore_keeps_time(TG_RELID)) THEN
         NEW.redacted_at := pg_catalog.now();
     END IF;
     RETURN NEW;
@@ -126,6 +160,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
+        -- A restore (above) brings decided proposals back as they were.
+        IF memstore.restore_keeps_time(TG_RELID) THEN
+            RETURN NEW;
+        END IF;
         IF NEW.status IS DISTINCT FROM 'pending' OR NEW.decided_by IS NOT NULL
            OR NEW.decided_at IS NOT NULL OR NEW.decision_reason IS NOT NULL THEN
             RAISE EXCEPTION USING

@@ -31,6 +31,7 @@ from memstore.cli import activation, lifecycle, maintenance, memory, tiers
 from memstore.cli import graph as graph_cli
 from memstore.cli import mcp as mcp_command
 from memstore.cli import server as server_cli
+from memstore.cli import snapshot as snapshot_cli
 from memstore.cli.common import (
     CeilingOption,
     app,
@@ -55,6 +56,7 @@ server_cli.register(app)
 mcp_command.register(app)
 maintenance.register(app)
 graph_cli.register(app)
+snapshot_cli.register(app)
 
 
 def _print_status(status: StoreStatus) -> None:

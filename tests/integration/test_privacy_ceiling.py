@@ -17,6 +17,7 @@ default (``Settings(privacy_ceiling=0)``) instead of the call, and as
 from __future__ import annotations
 
 import inspect
+import io
 import typing
 import uuid
 from collections.abc import Callable, Iterator
@@ -50,7 +51,7 @@ TOKEN = "zebraquill"  # in every field of every secret memory; in nothing public
 # Write verbs: they change memory, and run under the store's default ceiling
 # (a memory above it cannot be read, linked, revised or written through them).
 WRITES: dict[str, set[str]] = {
-    "MemoryStore": {"open", "close"},
+    "MemoryStore": {"open", "close", "restore"},
     "Namespace": {
         "remember", "remember_many", "link", "revise", "forget", "redact", "apply", "sleep",
         "cultivate", "set_policy", "clear", "decay_hebbian", "rebuild_embeddings", "maintain",
@@ -375,6 +376,8 @@ READS: dict[str, Call] = {
     "Namespace.embedding_status": lambda st, ns, w, kw: ns.embedding_status(**kw),
     "Namespace.policy": lambda st, ns, w, kw: ns.policy(**kw),
     "Namespace.exists": lambda st, ns, w, kw: ns.exists(**kw),
+    # A whole namespace or nothing: below the top level an export is refused.
+    "Namespace.export": lambda st, ns, w, kw: _export_refused(ns, kw),
     "Namespace.transaction": lambda st, ns, w, kw: _read_in(ns.transaction(**kw), w),
     "Namespace.reading": lambda st, ns, w, kw: _read_in(ns.reading(**kw), w),
     "Namespace.connection": lambda st, ns, w, kw: _fetch_in(ns, ns.connection(**kw), w),
@@ -464,6 +467,13 @@ EXPECTED_COUNTS: dict[str, Callable[[Any], bool]] = {
 def _read_in(opened: Any, world: World) -> Any:
     with opened as tx:
         return [tx.node(i) for i in world.public.values()] + [tx.lineage(world.public["plan"])]
+
+
+def _export_refused(ns: Namespace, kw: dict[str, Any]) -> Any:
+    written = io.BytesIO()
+    with pytest.raises(InvalidInputError, match="privacy_ceiling"):
+        ns.export(written, **kw)
+    return written.getvalue().decode()
 
 
 def _fetch_in(ns: Namespace, opened: Any, world: World) -> Any:
