@@ -85,8 +85,9 @@ def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
     # Link once: the demo is rerun against the same namespace.
     if allergy.id not in {r.id for r in ns.activate(seeds=[plan.id], depth=1).background}:
         ns.link(plan.id, allergy.id, relation="constrained_by", weight=0.9)
-    recalled = {hit.node.id for hit in ns.recall(ACTIVATION_QUESTION, k=3)}
-    # Seeds: the same top 3 that recall shows; everything else came through edges.
+    # Plain recall (no graph evidence, as activation seeds itself): the same top 3
+    # activation starts from; everything else came through edges.
+    recalled = {hit.node.id for hit in ns.recall(ACTIVATION_QUESTION, k=3, neighbour_share=0)}
     activation = ns.activate(
         ACTIVATION_QUESTION, depth=2, limit=5, params=ActivationParams(seed_count=3)
     )
@@ -94,7 +95,7 @@ def show_activation(ns: Namespace, console: Console, allergy: Node) -> None:
         "activation",
         "memory",
         "path",
-        "in recall top 3",
+        "in plain recall top 3",
         title=f"{ACTIVATION_QUESTION} (spreading activation)",
         title_justify="left",
     )

@@ -73,6 +73,10 @@ class Activator:
                         as_of=request.as_of,
                         privacy_ceiling=request.privacy_ceiling,
                         tags=request.tags,
+                        # Plain fused recall: activation spreads through the edges
+                        # itself, so seeding from recall's graph evidence would count
+                        # the graph twice and show a neighbour as a seed.
+                        neighbour_share=0.0,
                     ),
                     vector,
                 )
