@@ -16,14 +16,14 @@ blocks of one language in a page (``<!-- doc-test-file: LANG KIND ARG -->``):
   line must exit 0.
 - ``sql`` runs in one transaction; a block that shows ``-- ERROR:`` must fail
   with that message.
-- ``json`` must parse.
+- ``json`` must parse, and ``jsonl`` line by line.
 - ``signature QUALNAME`` (a signature shown for reading) must name exactly the
   parameters of that function, with its defaults.
 - ``bench`` (the benchmark pages' commands, which take minutes to hours): each
   script named must exist and accept every ``--option`` the line gives it.
 - ``covered-by TEST`` is run by that test module, which must read this page.
 - ``skip REASON`` is not run, and must say why; text, output and config
-  blocks (``text``, ``nginx``, no language) are not code.
+  blocks (``text``, ``nginx``, ``ini``, ``cron``, no language) are not code.
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ BY_LANGUAGE = {
     "json": "json",
     "text": "text",
     "nginx": "text",
+    "ini": "text",
+    "cron": "text",
+    "jsonl": "json-lines",
     "": "text",
 }
 KINDS = {
@@ -75,6 +78,7 @@ KINDS = {
     "setup",
     "raises",
     "json",
+    "json-lines",
     "text",
     "signature",
     "bench",
@@ -82,8 +86,9 @@ KINDS = {
     "skip",
 }
 # Logs may grow when a block runs again (an activation's telemetry, the audit
-# row of an applied batch); what must not grow is what the store knows.
-LOGS = {"activations", "node_state", "edge_state", "operations"}
+# row of an applied batch, the confirmation a remembered-again fact records);
+# what must not grow is what the store knows.
+LOGS = {"activations", "node_state", "edge_state", "operations", "confirmations"}
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,14 @@ FILES = {
             }
         ]
     ),
+    # docs/cli.md's transcript, as its jsonl block shows it.
+    "chat.jsonl": "\n".join(
+        json.dumps({"role": role, "content": text, "session_id": "trip", "at": at})
+        for role, text, at in (
+            ("user", "When does the harbour ferry leave?", "2026-11-30T09:00:00+00:00"),
+            ("assistant", "At 10:15 from pier 3.", "2026-11-30T09:00:05+00:00"),
+        )
+    ),
 }
 
 
@@ -319,6 +332,13 @@ def test_sql_block_runs(block, block_environment):
 @pytest.mark.parametrize("block", of_kind("json"))
 def test_json_block_parses(block):
     json.loads(block.body)
+
+
+@pytest.mark.parametrize("block", of_kind("json-lines"))
+def test_json_lines_block_parses_line_by_line(block):
+    for line in block.body.splitlines():
+        if line.strip():
+            json.loads(line)
 
 
 @pytest.mark.parametrize("block", of_kind("signature"))
