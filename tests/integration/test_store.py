@@ -111,6 +111,10 @@ def test_status_counts_rows_of_every_table(database_url, seed):
         "embeddings",
         "redactions",
         "confirmations",
+        "procedure_outcomes",
+        "procedure_roles",
+        "activation_summaries",
+        "maintenance_runs",
     }
     assert counts["nodes"] >= 4 and counts["redactions"] >= 1
     assert "***" in status.database_url or "@" not in status.database_url.split("?")[0]
