@@ -894,10 +894,11 @@ class Namespace:
 
         Every version (current, superseded, forgotten, redacted — an erased
         version as the table now holds it: its content never appears), edge,
-        tombstone, supersession, redaction record, learned state, proposal
-        with its decision, and the audit log; ``with_vectors`` adds the store's
-        vectors (by default a restore re-embeds). Activation logs are left
-        out. A whole namespace needs every privacy level: ``privacy_ceiling``
+        tombstone, supersession, redaction record, learned state, confirmation,
+        procedure outcome and role, proposal with its decision, and the audit
+        log; ``with_vectors`` adds the store's vectors (by default a restore
+        re-embeds). Activation logs are left out. A whole namespace needs
+        every privacy level: ``privacy_ceiling``
         (default: the store's) below 3 raises
         :class:`~memstore.errors.InvalidInputError`. A path is written beside
         and renamed once complete. Restore with :meth:`MemoryStore.restore`.

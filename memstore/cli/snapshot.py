@@ -31,7 +31,8 @@ def export(
     as_json: JsonOption = False,
 ) -> None:
     """Write a namespace's every version, edge, tombstone, supersession, redaction record,
-    learned state, proposal and audit row as JSON lines, from one snapshot."""
+    learned state, confirmation, procedure outcome and role, proposal and audit row as JSON
+    lines, from one snapshot."""
     with open_store(ctx) as store:
         ns = store.namespace(namespace)
         if output == "-":

@@ -41,6 +41,9 @@ SECTIONS = (
     "edge_state",
     "proposal",
     "operation",
+    "confirmation",
+    "procedure_outcome",
+    "procedure_role",
     "embedding",
 )
 

@@ -80,6 +80,27 @@ COPY (
           FROM memstore.operations WHERE namespace_id = {ns} ORDER BY id) r
 ) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')
 
+-- export_confirmation --
+COPY (
+    SELECT jsonb_build_object('t', 'confirmation') || to_jsonb(r)
+    FROM (SELECT id, node_id, at
+          FROM memstore.confirmations WHERE namespace_id = {ns} ORDER BY id) r
+) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')
+
+-- export_procedure_outcome --
+COPY (
+    SELECT jsonb_build_object('t', 'procedure_outcome') || to_jsonb(r)
+    FROM (SELECT id, node_id, success, episode_node_id, episode_run, note, actor, recorded_at
+          FROM memstore.procedure_outcomes WHERE namespace_id = {ns} ORDER BY id) r
+) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')
+
+-- export_procedure_role --
+COPY (
+    SELECT jsonb_build_object('t', 'procedure_role') || to_jsonb(r)
+    FROM (SELECT node_id, role, recorded_at
+          FROM memstore.procedure_roles WHERE namespace_id = {ns} ORDER BY node_id, role) r
+) TO STDOUT (FORMAT csv, DELIMITER E'\x02', QUOTE E'\x01')
+
 -- export_embedding --
 -- The store's model only; a redacted node has none (the erasure deleted it).
 COPY (
@@ -261,6 +282,38 @@ SELECT %(ns)s, m.new_id, r.batch_id, r.op, r.phase, r.actor, r.outcome, r.reason
 FROM memstore_restore_rows s
 CROSS JOIN LATERAL jsonb_populate_record(NULL::memstore.operations, s.line) r
 LEFT JOIN memstore_restore_ids m ON m.kind = 'operation' AND m.old_id = r.id
+ORDER BY s.n
+
+-- insert_confirmation --
+INSERT INTO memstore.confirmations (namespace_id, node_id, at)
+SELECT %(ns)s, a.new_id, r.at
+FROM memstore_restore_rows s
+CROSS JOIN LATERAL jsonb_populate_record(NULL::memstore.confirmations, s.line) r
+LEFT JOIN memstore_restore_ids a ON a.kind = 'node' AND a.old_id = r.node_id
+ORDER BY s.n
+
+-- insert_procedure_outcome --
+-- An episode given as a memory is rewritten through the map (one the map does
+-- not know becomes -1, which the foreign key refuses, like the NULLs above);
+-- one given as a run id is text and stays.
+INSERT INTO memstore.procedure_outcomes (
+    namespace_id, node_id, success, episode_node_id, episode_run, note, actor, recorded_at
+)
+SELECT %(ns)s, a.new_id, r.success,
+       CASE WHEN r.episode_node_id IS NOT NULL THEN coalesce(b.new_id, -1) END,
+       r.episode_run, r.note, r.actor, r.recorded_at
+FROM memstore_restore_rows s
+CROSS JOIN LATERAL jsonb_populate_record(NULL::memstore.procedure_outcomes, s.line) r
+LEFT JOIN memstore_restore_ids a ON a.kind = 'node' AND a.old_id = r.node_id
+LEFT JOIN memstore_restore_ids b ON b.kind = 'node' AND b.old_id = r.episode_node_id
+ORDER BY s.n
+
+-- insert_procedure_role --
+INSERT INTO memstore.procedure_roles (namespace_id, node_id, role, recorded_at)
+SELECT %(ns)s, a.new_id, r.role, r.recorded_at
+FROM memstore_restore_rows s
+CROSS JOIN LATERAL jsonb_populate_record(NULL::memstore.procedure_roles, s.line) r
+LEFT JOIN memstore_restore_ids a ON a.kind = 'node' AND a.old_id = r.node_id
 ORDER BY s.n
 
 -- insert_embedding --

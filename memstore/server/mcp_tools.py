@@ -590,8 +590,9 @@ def build_mcp(resolve: Resolve, *, tools: ToolSet = "default", name: str = "mems
             str | None, Field(max_length=200, description="Narrows recent turns to a session.")
         ] = None,
     ) -> Annotated[CallToolResult, Context_]:
-        """A ready-to-read briefing for a task: pinned facts, lessons, procedures, recent turns
-        and related memories, within a token budget. Use it at the start of a task."""
+        """A ready-to-read briefing for a task: pinned facts, lessons, procedures, recent turns,
+        related memories and lifecycle memories (durable insights, open pressures, fresh
+        short-term notes), within a token budget. Use it at the start of a task."""
         who = caller(ctx, "read")
         with _as_tool_error():
             packet = who.namespace.recall_context(query, budget_tokens, session_id=session_id)

@@ -106,6 +106,11 @@ def populate(ns: Namespace) -> dict[str, Any]:
         {"op": "retire_durable", "node_id": durable, "reason": "Fridays are fine now"}
     )
     marks["durable"] = durable
+    steps = [{"tool": "search", "purpose": "find places", "instruction": "near work"}]
+    ns.procedures.add("book-dinner", description="Book a dinner", steps=steps, roles=["planner"])
+    ns.procedures.record_outcome("book-dinner", True, episode=tea.id, note="booked in time")
+    ns.procedures.record_outcome("book-dinner", False, episode="run-7")
+    ns.confirm(tea.id)
     return marks
 
 
@@ -239,7 +244,8 @@ def test_the_file_holds_every_section_and_no_erased_content(exported: Path):
     kinds = {line["t"] for line in lines[1:-1]}
     assert kinds == {
         "node", "edge", "tombstone", "supersession", "redaction", "node_state",
-        "edge_state", "proposal", "operation",
+        "edge_state", "proposal", "operation", "confirmation", "procedure_outcome",
+        "procedure_role",
     }  # fmt: skip
     assert end["rows"] == {kind: sum(1 for x in lines if x["t"] == kind) for kind in end["rows"]}
     text = exported.read_text()
@@ -275,6 +281,19 @@ def test_round_trip_keeps_statuses_lineage_edges_times_and_the_queue(
         ns, "Bob drinks", tags=["tea"]
     )
     assert [h.node.tags for h in copy.recall("green tea", k=1, tags=["tea"])] == [["bob", "tea"]]
+
+    def learned(space: Namespace) -> tuple[Any, ...]:
+        outcomes = space.procedures.outcomes("book-dinner")
+        [tea] = [h.node for h in space.recall("green tea", k=1, tags=["tea"])]
+        return (
+            space.procedures.roles("book-dinner"),
+            [(o.success, o.episode_node_id == tea.id, o.episode_run, o.note) for o in outcomes],
+            [o.recorded_at for o in outcomes],
+            tea.last_confirmed_at,
+        )
+
+    assert learned(copy) == learned(ns)
+    assert learned(copy)[3] is not None
 
     [porto] = [h.node for h in copy.recall("Alice lives in Porto", k=1)]
     assert [n.content for n in copy.lineage(porto.id)] == ["Alice lives in Lisbon", porto.content]
