@@ -204,8 +204,9 @@ def test_lifecycle_routes(api, tenant):
         "anatomy": anatomy("self", "I tell the truth"),
         "content": "I tell the truth, even when it costs",
     }
-    propose = {"op": "propose", "operation": crystallize, "rationale": "r", "evidence": ["t:3"]}
-    for _ in range(2):
+    for content in (crystallize["content"], "I tell the truth, kindly"):
+        operation = {**crystallize, "content": content}
+        propose = {"op": "propose", "operation": operation, "rationale": "r", "evidence": ["t:3"]}
         queued = api.post(f"{base}/apply", key=key, json={"ops": [propose], "phase": "wake"})
         assert queued.json()["results"][0]["proposal_id"], queued.text
     pending = api.get(f"{base}/proposals", key=key).json()
