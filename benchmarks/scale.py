@@ -133,11 +133,21 @@ def server(args: argparse.Namespace) -> Iterator[str]:
         embedded.stop()
 
 
-def database(admin_url: str, name: str) -> str:
-    """The URL of database ``name``, created if missing (the store migrates it)."""
+def database(admin_url: str, name: str, build_memory: str) -> str:
+    """The URL of database ``name``, created if missing (the store migrates it).
+
+    Index builds in it, memstore's and the raw table's alike, get ``build_memory``
+    of ``maintenance_work_mem``: a 1M-row HNSW graph (about 2 GB) overflowing it is
+    built on disk, many times slower, and an operator loading a million rows sets it.
+    """
     with psycopg.connect(admin_url, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} SET maintenance_work_mem = {}").format(
+                sql.Identifier(name), sql.Literal(build_memory)
+            )
+        )
     return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
 
 
@@ -259,7 +269,6 @@ def raw_table(url: str, namespace_id: int, model: str) -> dict[str, Any]:
             " AS embedding FROM memstore.embeddings WHERE namespace_id = %s AND model = %s",
             (namespace_id, model),
         )
-        conn.execute("SET maintenance_work_mem = '512MB'")
         conn.execute(
             "CREATE INDEX bench_raw_hnsw ON public.bench_raw USING hnsw"
             " (embedding vector_cosine_ops)"
@@ -312,7 +321,7 @@ def latencies(call: Callable[[int], Any], count: int) -> dict[str, Any]:
 
 def scenario_one(state: State, admin_url: str, args: argparse.Namespace) -> None:
     key = f"one.{args.size}"
-    url = database(admin_url, f"memstore_scale_one_{args.size}")
+    url = database(admin_url, f"memstore_scale_one_{args.size}", args.build_memory)
     with open_store(url) as store:
         state.phase(f"{key}.load", lambda: load(state, f"{key}.load", store, ["big"], args.size,
                                                 args.chunk, args.seed))  # fmt: skip
@@ -343,7 +352,7 @@ def scenario_one(state: State, admin_url: str, args: argparse.Namespace) -> None
 def scenario_tenants(state: State, admin_url: str, args: argparse.Namespace, shape: str) -> None:
     count, per = (int(part) for part in shape.split("x"))
     key = f"tenants.{shape}"
-    url = database(admin_url, f"memstore_scale_t{shape}")
+    url = database(admin_url, f"memstore_scale_t{shape}", args.build_memory)
     names = [f"tenant-{i:05d}" for i in range(count)]
     with open_store(url) as store:
         # A chunk never spans two namespaces; small tenants go one call each.
@@ -392,6 +401,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--live", type=int, default=2_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--build-memory",
+        default="4GB",
+        help="maintenance_work_mem for every index build (memstore's and raw's)",
+    )
     parser.add_argument("--state", default="scale-state.json")
     parser.add_argument("--data-dir", default="~/.cache/memstore-scale")
     parser.add_argument("--database-url", default=os.environ.get("MEMSTORE_BENCH_DATABASE_URL"))

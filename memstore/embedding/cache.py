@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sqlalchemy as sa
@@ -35,6 +35,9 @@ from memstore.errors import DimensionMismatchError, InvalidInputError
 from memstore.graph.content import source_hash
 from memstore.graph.rows import is_redacted, is_superseded, is_tombstoned, within_ceiling
 from memstore.models import EmbeddingStatus
+
+if TYPE_CHECKING:
+    import psycopg
 
 QUERIES = named_queries(files("memstore.embedding").joinpath("cache.sql").read_text())
 
@@ -133,9 +136,24 @@ def ensure_index(engine: Engine, model: str, dims: int) -> bool:
         )
         raw = conn.connection.driver_connection
         assert raw is not None
-        raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
+        raise_build_memory(raw)
         raw.execute(ddl)
     return True
+
+
+BUILD_MEMORY_KB = 512 * 1024  # the SET LOCAL below, in kB as pg_settings counts
+
+
+def raise_build_memory(raw: psycopg.Connection[Any]) -> None:
+    """At least 512 MB of ``maintenance_work_mem`` for this transaction's index build,
+    but never less than the operator gave the server: an HNSW graph that outgrows it is
+    built on disk, many times slower (a million 384-d vectors need about 2 GB)."""
+    row = raw.execute(
+        "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    ).fetchone()
+    if row is not None and row[0] < BUILD_MEMORY_KB:
+        # A literal SET LOCAL, as every setting the package makes (Citus forwards it).
+        raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
 
 
 def _may_create_index(conn: Connection) -> bool:

@@ -8,27 +8,17 @@ installed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from memstore.embedding.base import Vectors, normalise
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _features(text: str) -> Iterator[str]:
-    words = _WORD.findall(text.lower())
-    for word in words:
-        yield f"w:{word}"
-        padded = f"#{word}#"
-        for i in range(len(padded) - 2):
-            yield f"c:{padded[i : i + 3]}"
-    for first, second in itertools.pairwise(words):
-        yield f"b:{first} {second}"
 
 
 class HashingEmbedder:
@@ -63,13 +53,42 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Hash every feature of every text into a signed bucket; rows L2-normalised."""
         out = np.zeros((len(texts), self._dims), dtype=np.float32)
+        rows: list[int] = []
+        columns: list[int] = []
+        values: list[float] = []
         for row, text in enumerate(texts):
-            for feature in _features(text):
-                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-                value = int.from_bytes(digest, "little")
-                bucket = value % self._dims
-                sign = 1.0 if (value >> 63) & 1 else -1.0
-                # Words weigh more than their trigrams, so exact terms dominate.
-                weight = 1.0 if feature[0] == "c" else 2.0
-                out[row, bucket] += sign * weight
+            words = _WORD.findall(text.lower())
+            pieces = [_word_buckets(word, self._dims) for word in words]
+            pieces += [
+                (_signed_bucket(f"b:{first} {second}", self._dims),)
+                for first, second in itertools.pairwise(words)
+            ]
+            for piece in pieces:
+                for bucket, value in piece:
+                    rows.append(row)
+                    columns.append(bucket)
+                    values.append(value)
+        # Sums of small integers are exact in float32, so one unbuffered add of
+        # every feature gives the same vector as adding them one by one.
+        np.add.at(out, (rows, columns), values)
         return normalise(out)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_buckets(word: str, dims: int) -> tuple[tuple[int, float], ...]:
+    """A word's own feature and its character trigrams, as (bucket, signed weight)."""
+    padded = f"#{word}#"
+    trigrams = (f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2))
+    return tuple(_signed_bucket(feature, dims) for feature in (f"w:{word}", *trigrams))
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _signed_bucket(feature: str, dims: int) -> tuple[int, float]:
+    """The feature's bucket and signed weight. Words and trigrams repeat across texts,
+    so the cache spares most of the hashing (bulk loads are bound by it)."""
+    digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    sign = 1.0 if (value >> 63) & 1 else -1.0
+    # Words weigh more than their trigrams, so exact terms dominate.
+    weight = 1.0 if feature[0] == "c" else 2.0
+    return value % dims, sign * weight

@@ -40,3 +40,15 @@ def test_concurrent_ensure_index_builds_once_and_never_fails(store):
         assert built.count(True) == 1
         with store.transaction() as conn:
             assert cache.index_exists(conn, model, 8)
+
+
+def test_an_index_build_never_lowers_the_operators_build_memory(store):
+    import psycopg
+
+    url = store.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url) as conn:
+        for given, used in (("64MB", "512MB"), ("2GB", "2GB")):
+            with conn.transaction():
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (given,))
+                cache.raise_build_memory(conn)
+                assert conn.execute("SHOW maintenance_work_mem").fetchone() == (used,)

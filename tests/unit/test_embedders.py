@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,21 @@ def test_hashing_is_deterministic_normalised_and_lexical():
     related = e.embed(["Alice lives in Lisbon"])[0]
     assert float(v[0] @ related) > float(v[2] @ related)
     assert isinstance(e, Embedder)
+
+
+def test_hashing_vectors_never_change_under_the_same_name():
+    # Stored vectors are compared with new ones under ``hashing-<dims>-v1``: a change
+    # of features or arithmetic must come with a new name. Digests of the v1 vectors.
+    texts = ["Alice moved to Lisbon in May", "", "Élan naïve 東京 ok ok", "the the the"]
+    digests = {
+        384: "f196b1c4bacdd085ee0bf7d6c0feda5a82c5c9c78493d34ef23eddc0eab98a6c",
+        64: "6066542b2febee41e4d91ad7b08af266c59e4db36a9c27354abf518a16763191",
+    }
+    for dims, digest in digests.items():
+        vectors = HashingEmbedder(dims).embed(texts)
+        assert hashlib.sha256(vectors.tobytes()).hexdigest() == digest
+        one_by_one = np.vstack([HashingEmbedder(dims).embed([text]) for text in texts])
+        np.testing.assert_array_equal(vectors, one_by_one)
 
 
 def test_the_adapter_checks_and_normalises_what_the_function_returns():
