@@ -77,6 +77,7 @@ class Run:
         self.peer_locomo = load(directory, "peer_locomo")
         self.serve = load(directory, "serve")
         self.mcp = load(directory, "mcp_recall")
+        self.million = load(directory, "scale")
 
     def sizes_of(self, part: str) -> list[int]:
         return sorted(self.by[part])
@@ -301,6 +302,7 @@ def render(results: Path, output: Path, img: Path) -> None:
         locomo_section(run, written, rel),
         locomo_timeline_section(run),
         serving_section(run),
+        million_section(run),
         growth_section(run),
     ]
     output.write_text("\n".join(s for s in sections if s).rstrip() + "\n")
@@ -679,6 +681,128 @@ def adapter_lines(run: Run) -> list[str]:
             lines.append(f"| {pair} | {p50['value']:.2f}× | {p95['value']:.2f}× |")
         lines.append("")
     return lines
+
+
+def million_section(run: Run) -> str:
+    """benchmarks/scale.py (issue 23): a million memories in one namespace, and the same
+    rows as many small tenants against few large ones. Hours long, so not rerun by every
+    suite: the suite copies its resumable state file (``--scale-state``) in as it stands."""
+    if not run.million:
+        return ""
+    state: dict[str, Any] = run.million["state"]
+    lines = [
+        "## A million memories, and many tenants against few",
+        "",
+        "```bash",
+        run.million["command"],
+        "```",
+        "",
+        f"Run separately from the suite (`benchmarks/scale.py`, resumable; state file as of"
+        f" {run.million['copied']}; load average at its start"
+        f" {fmt_load(state.get('machine.last_run', {}).get('load_at_start'))}). Hashing"
+        " embedder (384-d); memstore's side is the whole public call; raw pgvector is a plain"
+        " `bench_raw(id, embedding vector(384))` with its own HNSW index over the same vectors,"
+        " queried interleaved with the same `hnsw.ef_search`.",
+        "",
+    ]
+    for key in sorted(k for k in state if k.startswith("one.") and k.endswith(".search")):
+        size = int(key.split(".")[1])
+        got = {
+            phase: state.get(f"one.{size}.{phase}")
+            for phase in (
+                "load",
+                "raw",
+                "search",
+                "live",
+                "single",
+                "activate",
+                "context",
+                "footprint",
+            )
+        }
+        lines += [
+            f"**One namespace of {size:,} memories**",
+            "",
+            "| measure | memstore | raw | ratio | goal |",
+            "|---|---|---|---|---|",
+        ]
+        load, raw, search = got["load"] or {}, got["raw"] or {}, got["search"] or {}
+        if load:
+            lines.append(
+                f"| bulk load (remember_many, index deferred) | {load['copy_rows_per_s']:,} rows/s"
+                f" ({load['copy_s']:,.0f} s) | | | |"
+            )
+            lines.append(
+                f"| HNSW build after the load (s) | {load['index_build_s']:,.0f}"
+                f" | {raw.get('index_build_s', 0):,.0f} | | |"
+            )
+        if search:
+            m, r = search["memstore"], search["raw"]
+            ratio = search["p95_ratio"]
+            lines.append(
+                f"| search k=10 p50 / p95 (ms) | {ms(m['p50_ms'])} / {ms(m['p95_ms'])}"
+                f" | {ms(r['p50_ms'])} / {ms(r['p95_ms'])} | p95 {ratio:.2f}×"
+                f" | ≤ 1.5× — {status(ratio <= 1.5)} |"
+            )
+        for phase, label in (
+            ("single", "single remember p50 / p95 (ms)"),
+            ("activate", "activate, depth 2, p50 / p95 (ms)"),
+            ("context", "recall_context, 1,000 tokens, p50 / p95 (ms)"),
+        ):
+            if got[phase]:
+                g = got[phase]
+                lines.append(f"| {label} | {ms(g['p50_ms'])} / {ms(g['p95_ms'])} | | | |")
+        if got["live"]:
+            lines.append(
+                f"| ingest into the live index, {got['live']['rows']:,} rows | "
+                f"{got['live']['rows_per_s']:,} rows/s | | | |"
+            )
+        if got["footprint"]:
+            fp = got["footprint"]
+            total = sum(
+                v
+                for k, v in fp.items()
+                if k.endswith("_total_bytes") and "raw" not in k and not k.startswith("ix_")
+            )
+            lines.append(
+                f"| bytes per memory (nodes, vectors, edges, indexes) | {total / size:,.0f} | | | |"
+            )
+        lines.append("")
+    shapes = sorted(
+        {k.split(".")[1] for k in state if k.startswith("tenants.") and k.endswith(".recall")},
+        key=lambda shape: -int(shape.split("x")[0]),
+    )
+    if shapes:
+        lines += [
+            "**Many tenants against few** (the same total rows, one database each; recall k=10 of"
+            " random tenants)",
+            "",
+            "| tenants × memories | recall p50 / p95 (ms), tenant kept | first recall of a tenant"
+            " p50 / p95 (ms) | live ingest (rows/s) |",
+            "|---|---|---|---|",
+        ]
+        for shape in shapes:
+            r = state[f"tenants.{shape}.recall"]
+            first_touch = r.get("first_touch", {})
+            ingest = state.get(f"tenants.{shape}.ingest", {})
+            count, per = (int(x) for x in shape.split("x"))
+            lines.append(
+                f"| {count:,} × {per:,} | {ms(r['p50_ms'])} / {ms(r['p95_ms'])}"
+                f" | {ms(first_touch.get('p50_ms', 0))} / {ms(first_touch.get('p95_ms', 0))}"
+                f" | {ingest.get('rows_per_s', 'n/a')} |"
+            )
+        many, few = shapes[0], shapes[-1]
+        if many != few:
+            ratio = (
+                state[f"tenants.{many}.recall"]["p95_ms"] / state[f"tenants.{few}.recall"]["p95_ms"]
+            )
+            lines += [
+                "",
+                f"Recall p95 with {many} against {few}: {ratio:.2f}× (goal ≤ 1.3× —"
+                f" {status(ratio <= 1.3)}).",
+            ]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def serving_section(run: Run) -> str:

@@ -46,6 +46,7 @@ import json
 import os
 import platform
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -420,8 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report:
         report(state)
         return 0
+    command = shlex.join([".venv/bin/python", "benchmarks/scale.py", *sys.argv[1:]])
     machine = {"python": sys.version.split()[0], "platform": platform.platform(),
-               "cpus": os.cpu_count(), "load_at_start": os.getloadavg()}  # fmt: skip
+               "cpus": os.cpu_count(), "load_at_start": os.getloadavg(),
+               "command": command}  # fmt: skip
     state.put("machine.last_run", machine)
     with server(args) as admin_url:
         if args.only in (None, "one"):

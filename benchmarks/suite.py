@@ -251,6 +251,17 @@ def drop_database(url: str, name: str) -> None:
         )
 
 
+def copy_scale_state(state_file: Path, results: Path) -> None:
+    """The state of a benchmarks/scale.py run, as it stands, beside this run's results."""
+    state = json.loads(state_file.read_text())
+    command = state.get("machine.last_run", {}).get("command") or (
+        f"benchmarks/scale.py --state {state_file.name}"
+    )
+    copied = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = {"command": command, "copied": copied, "state": state}
+    (results / "scale.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
 # --- main ------------------------------------------------------------------------------
 
 
@@ -282,6 +293,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--data-dir", default=None, help="the embedded server's directory")
     p.add_argument("--render-only", action="store_true", help="only render from --results")
     p.add_argument(
+        "--scale-state",
+        default=None,
+        help="state file of a benchmarks/scale.py run (hours long, run apart) to show on the page",
+    )
+    p.add_argument(
         "--command",
         default=None,
         help="the command to print in the report (make bench passes its own)",
@@ -302,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.render_only:
         run(args)
+    if args.scale_state:
+        copy_scale_state(Path(args.scale_state).expanduser(), Path(args.results))
     import report
 
     report.render(Path(args.results), Path(args.output), Path(args.img))
