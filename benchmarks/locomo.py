@@ -602,8 +602,9 @@ def record(
     runs.append({"embedder": embedder, "config": label, "ingest_s": ingest_s, **s, **extra})
 
 
-# --timeline: the conversation ingested as a user would (ns.timeline.ingest_turn:
-# the speaker as role, one session id per session, the session date as `at`,
+# --timeline: the conversation ingested as a user would (ns.timeline.ingest_turns,
+# the same nodes and links as one ingest_turn per turn: the speaker as role,
+# one session id per session, the session date as `at`,
 # turns a second apart so they keep their order and their `next` links), then
 # asked with the default ns.recall and the configurations below. Query-time
 # configurations need no re-ingest: with --data-dir the database (and the
@@ -889,7 +890,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeline",
         action="store_true",
-        help="ingest through ns.timeline.ingest_turn and measure the default recall,"
+        help="ingest through ns.timeline.ingest_turns and measure the default recall,"
         " hybrid alone, each signal and neighbour shares (only this, not the other modes)",
     )
     parser.add_argument(
@@ -964,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
                 with MemoryStore.open(
                     settings=settings, embedder=cached, auto_upgrade=True
                 ) as store:
-                    print(f"\n{embedder.name}: timeline ingestion (LoCoMo turns via ingest_turn)")
+                    print(f"\n{embedder.name}: timeline ingestion (LoCoMo turns via ingest_turns)")
                     report = partial(record, results["runs"], embedder.name, 0.0)
                     results["timeline"][embedder.name] = timeline_benchmark(
                         store,
