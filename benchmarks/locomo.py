@@ -602,8 +602,9 @@ def record(
     runs.append({"embedder": embedder, "config": label, "ingest_s": ingest_s, **s, **extra})
 
 
-# --timeline: the conversation ingested as a user would (ns.timeline.ingest_turn:
-# the speaker as role, one session id per session, the session date as `at`,
+# --timeline: the conversation ingested as a user would (ns.timeline.ingest_turns,
+# the same nodes and links as one ingest_turn per turn: the speaker as role,
+# one session id per session, the session date as `at`,
 # turns a second apart so they keep their order and their `next` links), then
 # asked with the default ns.recall and the configurations below. Query-time
 # configurations need no re-ingest: with --data-dir the database (and the
@@ -637,26 +638,44 @@ class CachedEmbedder:
 def timeline_ingest(
     store: MemoryStore, conversation: Conversation, prefix: str, cache_dir: Path
 ) -> tuple[Any, dict[int, list[str]]]:
-    """One namespace per conversation, every turn through ``ns.timeline.ingest_turn``;
-    a namespace already holding every turn (an earlier run with --data-dir) is reused."""
+    """One namespace per conversation, every turn through ``ns.timeline.ingest_turns``
+    (the nodes and links of one ``ingest_turn`` per turn, in order); a namespace already
+    holding every turn (an earlier run with --data-dir) is reused."""
     from datetime import timedelta
+
+    from sqlalchemy import text as sql_text
 
     ns = store.namespace(f"{prefix}/{conversation.sample_id}")
     mapping = cache_dir / f"{prefix}-{conversation.sample_id}.json"
     if mapping.exists() and ns.timeline.entry_count() == len(conversation.turns):
         saved = json.loads(mapping.read_text())
         return ns, {int(node_id): dia for node_id, dia in saved.items()}
-    dia_ids: dict[int, list[str]] = defaultdict(list)
     offsets: Counter[int] = Counter()
+    turns, keys = [], {}
     for turn in conversation.turns:
         at = turn["observed_at"] or datetime(2023, 1, 1, tzinfo=UTC)
         at += timedelta(seconds=offsets[turn["session"]])
         offsets[turn["session"]] += 1
+        session = f"{conversation.sample_id}:{turn['session']}"
         text = turn["content"].split(": ", 1)[1]  # ingest_turn prefixes the role itself
-        node = ns.timeline.ingest_turn(
-            turn["speaker"], text, f"{conversation.sample_id}:{turn['session']}", at=at
-        )
-        dia_ids[node.id].append(turn["dia_id"])
+        turns.append({"role": turn["speaker"], "content": text, "session_id": session, "at": at})
+        keys[(session, at)] = turn["dia_id"]
+    ns.timeline.ingest_turns(turns)
+    # ingest_turns returns counts: the turns are found again by session and time
+    # (benchmark-side, through the namespace's engine).
+    scope = ns._recall.scope
+    with scope.engine.connect() as conn:
+        stored = conn.execute(
+            sql_text(
+                "SELECT id, scope, observed_at FROM memstore.nodes"
+                " WHERE namespace_id = :ns AND node_type = 'Turn'"
+            ),
+            {"ns": scope.id},
+        ).all()
+    dia_ids: dict[int, list[str]] = defaultdict(list)
+    for node_id, session, at in stored:
+        if (session, at) in keys:
+            dia_ids[node_id].append(keys[(session, at)])
     mapping.write_text(json.dumps(dia_ids))
     return ns, dia_ids
 
@@ -677,24 +696,37 @@ TIMED = (
 
 def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
     """Rankings of one recall statement's rows (see :func:`rerank`)."""
+    off = {"scope_share": 0.0, "speaker_share": 0.0}
     configs: list[tuple[str, dict[str, Any]]] = [
         ("hybrid alone", {"neighbour_share": 0.0}),
-        ("default (λ=0.5, σ=0.3)", {}),
+        ("default (λ=0.5, σ=0.3, speaker 0.5)", {}),
+        ("first pass (λ=0.5, σ=0.3)", {"speaker_share": 0.0}),
     ]
     shares = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0) if sweep else (0.3, 0.5)
-    configs += [
-        (f"hybrid + neighbours λ={s:g}", {"neighbour_share": s, "scope_share": 0.0}) for s in shares
-    ]
+    configs += [(f"hybrid + neighbours λ={s:g}", {"neighbour_share": s, **off}) for s in shares]
     # Scope (session) evidence, ranking.SCOPE_SHARE: alone (λ tiny, so only the
     # scope term moves the ranking) and with the neighbours.
     scopes = (0.05, 0.1, 0.2, 0.3) if sweep else (0.3,)
     configs += [
-        (f"hybrid + session σ={c:g}", {"neighbour_share": 1e-9, "scope_share": c}) for c in scopes
+        (f"hybrid + session σ={c:g}", {"neighbour_share": 1e-9, **off, "scope_share": c})
+        for c in scopes
     ]
     configs += [
-        (f"hybrid + neighbours λ={s:g} + session σ={c:g}", {"neighbour_share": s, "scope_share": c})
+        (
+            f"hybrid + neighbours λ={s:g} + session σ={c:g}",
+            {"neighbour_share": s, **off, "scope_share": c},
+        )
         for s in ((0.3, 0.5, 1.0) if sweep else (0.3,))
         for c in scopes
+    ]
+    # Speaker evidence, ranking.SPEAKER_SHARE: alone and with the first pass's evidence.
+    speakers = (0.05, 0.1, 0.2, 0.3, 0.5, 0.8) if sweep else (0.5,)
+    configs += [
+        (f"hybrid + speaker {c:g}", {"neighbour_share": 1e-9, **off, "speaker_share": c})
+        for c in speakers
+    ]
+    configs += [
+        (f"λ=0.5 + σ=0.3 + speaker {c:g}", {"speaker_share": c}) for c in speakers if c != 0.5
     ]
     return configs
 
@@ -717,18 +749,20 @@ def statement_rows(ns: Any, text: str) -> tuple[list[dict[str, Any]], Embedder]:
 def rerank(
     rows: list[dict[str, Any]], text: str, embedder: Embedder, args: dict[str, Any]
 ) -> list[int]:
-    """Node ids ranked from a statement's rows with ``args`` (``scope_share`` sets
-    ranking.SCOPE_SHARE for the call), as memstore's ranking does."""
+    """Node ids ranked from a statement's rows with ``args`` (``scope_share`` and
+    ``speaker_share`` set ranking.SCOPE_SHARE and ranking.SPEAKER_SHARE for the call),
+    as memstore's ranking does."""
     from memstore.recall import RecallQuery, ranking
 
     args = dict(args)
-    default = ranking.SCOPE_SHARE
-    ranking.SCOPE_SHARE = args.pop("scope_share", default)
+    defaults = ranking.SCOPE_SHARE, ranking.SPEAKER_SHARE
+    ranking.SCOPE_SHARE = args.pop("scope_share", defaults[0])
+    ranking.SPEAKER_SHARE = args.pop("speaker_share", defaults[1])
     try:
         spec = RecallQuery(text=text, k=max(KS), **args)
         return [r.row["id"] for r in ranking.ranked(rows, spec, embedder)]
     finally:
-        ranking.SCOPE_SHARE = default
+        ranking.SCOPE_SHARE, ranking.SPEAKER_SHARE = defaults
 
 
 def packet_recall(
@@ -856,7 +890,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeline",
         action="store_true",
-        help="ingest through ns.timeline.ingest_turn and measure the default recall,"
+        help="ingest through ns.timeline.ingest_turns and measure the default recall,"
         " hybrid alone, each signal and neighbour shares (only this, not the other modes)",
     )
     parser.add_argument(
@@ -931,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
                 with MemoryStore.open(
                     settings=settings, embedder=cached, auto_upgrade=True
                 ) as store:
-                    print(f"\n{embedder.name}: timeline ingestion (LoCoMo turns via ingest_turn)")
+                    print(f"\n{embedder.name}: timeline ingestion (LoCoMo turns via ingest_turns)")
                     report = partial(record, results["runs"], embedder.name, 0.0)
                     results["timeline"][embedder.name] = timeline_benchmark(
                         store,

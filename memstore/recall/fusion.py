@@ -94,3 +94,14 @@ def with_scope(
         other = second if base.get(node_id, 0.0) >= first else first
         summed[node_id] += share * other
     return summed
+
+
+def with_speaker(
+    scores: Mapping[int, float], named: Mapping[int, str], share: float
+) -> dict[int, float]:
+    """Speaker evidence: the nodes in ``named`` (those whose actor the query names) gain
+    ``share`` × the best score in ``scores``; the others keep theirs."""
+    if not named or not scores:
+        return dict(scores)
+    lift = share * max(scores.values())
+    return {i: v + lift if i in named else v for i, v in scores.items()}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from memstore.embedding.base import Embedder
@@ -18,6 +20,12 @@ from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 # question is about pulls its turns up. Chosen with DEFAULT_NEIGHBOUR_SHARE,
 # among 0.05-0.3 (docs/benchmark-notes.md).
 SCOPE_SHARE = 0.3
+# Speaker evidence (also off with neighbour_share=0): when the question names a
+# speaker (a memory's actor, as a whole word: "What did Caroline paint?"), that
+# speaker's memories gain this share of the best score so far, so the turns she
+# said outrank the ones that only answer her. Chosen on LoCoMo conversations 0-4
+# among 0.05-0.8 (docs/benchmark-notes.md, "second pass").
+SPEAKER_SHARE = 0.5
 
 
 class Ranked(NamedTuple):
@@ -59,6 +67,10 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
         if SCOPE_SHARE > 0:
             scopes = {i: r["scope"] for i, r in found.items() if r["scope"] is not None}
             scores = fusion.with_scope(scores, base, scopes, SCOPE_SHARE)
+        if SPEAKER_SHARE > 0 and q.text is not None:
+            named = named_actors(q.text, (r["actor"] for r in found.values()))
+            actors = {i: r["actor"] for i, r in found.items() if r["actor"] in named}
+            scores = fusion.with_speaker(scores, actors, SPEAKER_SHARE)
     else:
         scores = {i: v for i, v in scores.items() if i in seeds}
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.
@@ -67,6 +79,21 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
         Ranked(found[node_id], float(scores[node_id]), position)
         for position, node_id in enumerate(best, start=1)
     ]
+
+
+def named_actors(text: str, actors: Iterable[str | None]) -> set[str]:
+    """The actors among ``actors`` that ``text`` names, each as a whole word or phrase,
+    case-insensitively.
+
+    >>> sorted(named_actors("What did caroline's mum paint?", ["Caroline", "Mel", None]))
+    ['Caroline']
+    """
+    folded = text.casefold()
+    return {
+        actor
+        for actor in set(actors)
+        if actor and re.search(rf"(?<!\w){re.escape(actor.casefold())}(?!\w)", folded)
+    }
 
 
 def neighbour_edges(rows: list[dict[str, Any]]) -> list[tuple[int, int, float]]:

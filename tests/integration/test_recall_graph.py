@@ -158,3 +158,44 @@ def test_neighbour_share_is_validated(ns):
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(InvalidInputError):
             ns.recall(QUESTION, neighbour_share=bad)
+
+
+# Speaker evidence (ranking.SPEAKER_SHARE): the question names Melanie, and
+# Caroline's turn, which says "Melanie" and "garden" more often, matches its
+# words better than Melanie's own answer. The two sessions are unlinked, so
+# neither graph nor scope evidence separates them.
+GARDEN = [
+    ("Caroline", "Melanie! Melanie, I planted roses and planted mint in my garden."),
+    ("Melanie", "I planted tomatoes in my garden."),
+    ("Caroline", "The weather was cold all week, and the bus to the garden centre was late again."),
+    ("Caroline", "My brother fixed the old fence behind the community garden on Sunday morning."),
+]
+GARDEN_QUESTION = "What did Melanie plant in her garden?"
+
+
+def garden(ns):
+    return [
+        ns.timeline.ingest_turn(role, text, f"g{i}", at=START + timedelta(hours=i))
+        for i, (role, text) in enumerate(GARDEN)
+    ]
+
+
+def test_speaker_evidence_lifts_the_named_speakers_turn(ns, monkeypatch):
+    caroline, melanie, *_ = garden(ns)
+    plain = ns.recall(GARDEN_QUESTION, k=2, neighbour_share=0)
+    assert [hit.node.id for hit in plain] == [caroline.id, melanie.id]
+    hits = ns.recall(GARDEN_QUESTION, k=2)
+    assert [hit.node.id for hit in hits] == [melanie.id, caroline.id]
+    assert hits[0].score == pytest.approx(plain[1].score + ranking.SPEAKER_SHARE * plain[0].score)
+    monkeypatch.setattr(ranking, "SPEAKER_SHARE", 0.0)  # without it, the plain order
+    assert [hit.node.id for hit in ns.recall(GARDEN_QUESTION, k=2)] == [caroline.id, melanie.id]
+
+
+def test_speaker_evidence_needs_the_whole_name(ns):
+    garden(ns)
+    # "Mel" is not "Melanie", and a question naming nobody moves nothing.
+    for question in ("What did Mel plant in her garden?", "What was planted in the garden?"):
+        plain = [hit.node.id for hit in ns.recall(question, k=2, neighbour_share=0)]
+        assert [hit.node.id for hit in ns.recall(question, k=2)] == plain
+    assert ranking.named_actors("MELANIE's garden", ["Melanie", "Caroline"]) == {"Melanie"}
+    assert ranking.named_actors("Melanies garden", ["Melanie"]) == set()
