@@ -14,8 +14,9 @@ the calls rotating question by question (same load, same caches):
 Server CPU is the embedded server's processes' CPU time (``/proc``; the
 postmaster's reaped children count, so parallel workers do) between the start
 and the end of a call: CPU time, not wall time, so a loaded machine inflates it
-less than the latencies. Background writers count too: a call that follows a
-write pays for some of its flushing. Statements and round trips are counted on
+less than the latencies. Background processes count too, and /proc accounts CPU on
+scheduler ticks, so a call's figure smears into its neighbour's (docs/benchmark-notes.md,
+stop 27: ± 5 ms a call; the mean over the rotation holds). Statements and round trips are counted on
 psycopg's cursors and pipelines in this process.
 
     .venv/bin/python benchmarks/recall_latency.py --data-dir /tmp/retr-db \\
