@@ -26,6 +26,7 @@ from memstore.law.policy import AGENCY, SHORT_TERM
 from memstore.recall import RecallQuery
 from memstore.recall import ranked as recall_ranked
 from memstore.recall.context import read_packet_rows
+from memstore.recall.ranking import neighbour_edges
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 from memstore.tiers.packet import (
     FRESH_SHORT_TERM,
@@ -50,6 +51,7 @@ from memstore.tiers.packet import (
     elapsed_ms,
     fill,
     recall_size,
+    with_adjacent,
 )
 
 if TYPE_CHECKING:
@@ -150,7 +152,12 @@ def gather(
         )
         relevant_turns = [Entry.of_row(r.row) for r in top if r.row["tier"] == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
-        candidates["timeline"] = by_relevance(turns, relevance, "recent turn")
+        candidates["timeline"] = with_adjacent(
+            by_relevance(turns, relevance, "recent turn"),
+            recall_rows,
+            neighbour_edges(recall_rows),
+            relevance,
+        )
         # Lifecycle records the query recalled first, then what is open whatever
         # the query: the strongest pressures, the newest short-term records.
         lifecycle = [Entry.of_row(r.row) for r in top if r.row["tier"] in LIFECYCLE_SECTION_TIERS]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, NamedTuple
 
@@ -271,6 +271,62 @@ def _item(
         instruction_signals=signals,
         confidence=node.confidence,
     )
+
+
+# The best recalled turns whose neighbouring turns (the timeline's ``next``
+# edges, either way, within the turn's session) join the timeline section
+# after the recalled turns, before the recent ones, when the budget has room:
+# the answer to a question is often the reply to the turn recall finds, or the
+# turn it replies to, and shares no word with the question. The recall
+# statement already read those turns as graph evidence (recall.sql's
+# ``neighbours``), so they cost no read. On LoCoMo (every third question,
+# hashing embedder) packet recall went 0.736 -> 0.738 at 1,000 tokens and
+# 0.798 -> 0.803 at 2,000; right after the best 10 hits instead, they pushed
+# out hits at 1,000 tokens (0.731) (docs/benchmark-notes.md, stop 27).
+ADJACENT_SEEDS = 10
+
+
+def with_adjacent(
+    turns: list[tuple[Entry, float, str]],
+    rows: Sequence[Mapping[str, Any]],
+    edges: list[tuple[int, int, float]],
+    relevance: Mapping[int, tuple[float, int]],
+) -> list[tuple[Entry, float, str]]:
+    """The timeline's candidates with the neighbouring turns of its :data:`ADJACENT_SEEDS`
+    best recalled turns inserted after the recalled turns (before the recent ones).
+
+    ``turns`` are the section's candidates, best first (recalled, then recent);
+    ``rows`` the recall statement's rows, ``edges`` the (seed, neighbour, weight)
+    edges its graph evidence followed. A neighbour qualifies when the statement
+    read its row (so it passed the recall's filters: current, within the
+    privacy ceiling, the tags) and it is a turn of the same session; one the
+    query recalled itself keeps its own place and rank.
+    """
+    seeds = [entry for entry, _, _ in turns if entry.id in relevance][:ADJACENT_SEEDS]
+    if not seeds or not edges:
+        return turns
+    read = {row["id"]: row for row in rows}
+    beside: dict[int, list[tuple[int, float]]] = {}
+    for a, b, weight in edges:
+        beside.setdefault(a, []).append((b, weight))
+        beside.setdefault(b, []).append((a, weight))
+    added: list[tuple[Entry, float, str]] = []
+    taken = {entry.id for entry, _, _ in turns if entry.id in relevance}
+    for seed in seeds:
+        score, rank = relevance[seed.id]
+        for other, weight in sorted(beside.get(seed.id, ()), key=lambda n: (-n[1], n[0])):
+            row = read.get(other)
+            if other in taken or row is None:
+                continue
+            if row["tier"] != seed.tier or row["node_type"] != seed.node_type:
+                continue
+            if row["scope"] != read[seed.id]["scope"]:
+                continue
+            taken.add(other)
+            reason = f"adjacent to #{seed.id} (recall rank {rank})"
+            added.append((Entry.of_row(row), score * weight, reason))
+    cut = sum(1 for entry, _, _ in turns if entry.id in relevance)
+    return turns[:cut] + added + turns[cut:]
 
 
 def by_relevance(
