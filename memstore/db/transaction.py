@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, LiteralString
 
@@ -244,16 +244,48 @@ def in_one_round_trip(
     this way. Rows come back as dicts; errors leave as
     :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
     """
+    (rows,) = statements_in_one_round_trip(
+        engine,
+        namespace_id,
+        [(query, params)],
+        privacy_ceiling=privacy_ceiling,
+        settings=settings,
+        prepare=prepare,
+    )
+    return rows
+
+
+Statement = tuple[sql.SQL | sql.Composed | LiteralString, Mapping[str, Any]]
+
+
+def statements_in_one_round_trip(
+    engine: Engine,
+    namespace_id: int,
+    statements: Sequence[Statement],
+    *,
+    privacy_ceiling: int | None = None,
+    settings: Mapping[str, str] | None = None,
+    prepare: bool = False,
+) -> list[list[dict[str, Any]]]:
+    """:func:`in_one_round_trip` for a few independent statements: they share the
+    transaction (one snapshot) and the one wait for the server; the rows of each, in
+    order. A check that travels beside a read (the namespace's name, say) is answered
+    with it and costs no round trip of its own."""
     with pipelined_namespace_transaction(
         engine, namespace_id, privacy_ceiling=privacy_ceiling
     ) as tx:
-        with tx.raw.cursor(row_factory=dict_row) as cursor:
+        cursors = [tx.raw.cursor(row_factory=dict_row) for _ in statements]
+        try:
             with tx.pipeline(commit=True) as raw:
                 for statement in set_local(settings or {}):
                     raw.execute(statement)
-                cursor.execute(query, params, prepare=prepare)
-            rows: list[dict[str, Any]] = cursor.fetchall()
-    return rows
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(query, params, prepare=prepare)
+            found: list[list[dict[str, Any]]] = [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+    return found
 
 
 # Whether the connected role is confined by row-level security, per engine: a

@@ -31,8 +31,10 @@ from memstore.db.transaction import (
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
 from memstore.errors import InvalidInputError
-from memstore.graph.namespaces import find_namespace, open_namespace
+from memstore.graph.namespaces import lookup_namespace, open_namespace
+from memstore.graph.rows import NamespaceStats
 from memstore.models import PRIVACY_MAX, MemoryInput, check_clean
+from memstore.recall import TermCounts
 from memstore.tx import NamespaceTransaction
 
 NAME_MAX_BYTES = 2048
@@ -88,6 +90,37 @@ def checked_ceiling(value: object, default: int) -> int:
     return value
 
 
+class NamespaceState:
+    """What a store knows of one namespace between requests: its id, its sizes and its
+    common terms' counts. The store keeps these for many more namespaces than it keeps
+    handles (memstore/store.py), and every handle of the namespace shares them, so a
+    tenant met again pays no lookup and no statistics read.
+
+    An id is kept for a name only while the namespace has that name: namespaces are
+    never renamed or removed (their append-only triggers), and the reads that use a
+    kept id carry the namespace's name beside their rows (:meth:`Scope.still_named`):
+    should an owner who bypasses the triggers rename or remove it all the same, those
+    rows are dropped, and the id looked up again.
+    """
+
+    __slots__ = ("id", "missing", "stats", "term_counts")
+
+    def __init__(self) -> None:
+        self.id: int | None = None
+        # (namespace id, sizes, when read: time.monotonic()).
+        self.stats: tuple[int, NamespaceStats, float] | None = None
+        self.term_counts = TermCounts()
+        # (namespace, ceiling, the sizes it was counted with) -> what lacks a vector.
+        self.missing: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None = None
+
+    def forget(self) -> None:
+        """Drop everything kept: the next read looks the namespace up again."""
+        self.id = None
+        self.stats = None
+        self.term_counts = TermCounts()
+        self.missing = None
+
+
 class Scope:
     """One namespace of one store: its identity, settings, embedder and transactions."""
 
@@ -99,6 +132,7 @@ class Scope:
         settings: Settings,
         embedder: Embedder,
         reads: ReadRouter | None = None,
+        state: NamespaceState | None = None,
     ):
         self.engine = engine
         # Where reads go when the store has replicas (None: every read on ``engine``).
@@ -106,28 +140,41 @@ class Scope:
         self.name = check_namespace_name(name)
         self.embedder = embedder
         self.settings = settings
-        # The id once the namespace exists (None before its first write commits);
-        # the thread running that first write sees the new id in _creating.
-        self._id: int | None = None
+        # The id once the namespace exists (None before its first write commits), with
+        # what else the store keeps of it; the thread running that first write sees the
+        # new id in _creating.
+        self.state = state if state is not None else NamespaceState()
         self._creating = threading.local()
 
     @property
     def id(self) -> int:
         """The namespace's id; 0 while nobody has written to it (reads then find nothing)."""
-        if self._id is not None:
-            return self._id
+        known = self.state.id
+        if known is not None:
+            return known
         pending: int | None = getattr(self._creating, "id", None)
         return NO_NAMESPACE if pending is None else pending
 
     def exists(self) -> bool:
         """Whether the namespace has been created (by a first successful write); looking
-        never creates it."""
-        if self._id is None:
+        never creates it. One round trip the first time, none once found."""
+        if self.state.id is None:
             # A lookup on the primary, not a write: reads need not wait for a replica.
             looking = self.reads.read_on_primary() if self.reads else nullcontext()
-            with looking, transaction(self.engine) as conn:
-                self._id = find_namespace(conn, self.name)
-        return self._id is not None
+            with looking:
+                self.state.id = lookup_namespace(self.engine, self.name)
+        return self.state.id is not None
+
+    def still_named(self, namespace_id: int, name: object) -> bool:
+        """Whether the namespace ``namespace_id`` was still called by this scope's name, as
+        a read's name check (memstore.graph.namespaces.NAME_SQL) answered beside its rows.
+        When it was not, the kept id and everything kept with it are dropped: the caller
+        discards the rows and reads again, by a fresh lookup."""
+        if namespace_id == NO_NAMESPACE or name == self.name:
+            return True
+        if self.state.id == namespace_id:
+            self.state.forget()
+        return False
 
     def ceiling(self, privacy_ceiling: object) -> int:
         """The ceiling of a call: its own (checked), else the store's default."""
@@ -150,7 +197,7 @@ class Scope:
                 yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
             finally:
                 self._creating.id = None
-        self._id = created  # committed: every thread may use it now
+        self.state.id = created  # committed: every thread may use it now
 
     @contextmanager
     def reading(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
