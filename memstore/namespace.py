@@ -90,7 +90,6 @@ class Namespace:
         self._activation = Activator(self._scope, self._recall)
         self._ingest = Ingester(self._scope)
         self._graph = GraphReader(self._scope)
-        self.exists()
 
     @property
     def name(self) -> str:

@@ -6,10 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import any_of
 from memstore.db.schema import edges, embeddings, nodes, redactions, supersessions, tombstones
+from memstore.db.transaction import Statement
 from memstore.graph.confirmations import last_confirmed
 from memstore.models import Edge, Node, NodeStatus
 
@@ -201,9 +203,27 @@ SELECT (SELECT count(*) FROM memstore.nodes n WHERE n.namespace_id = %(ns)s) AS 
 """
 
 
+# STATS_SQL for a namespace known by its name only, with its id (NULL: none has that
+# name). Only for a role that row-level security does not confine: a confined role
+# sees a namespace's rows only in a transaction that declared its id, so it looks the
+# id up first (memstore.graph.namespaces.LOOKUP_SQL).
+STATS_BY_NAME_SQL = "SELECT memstore.find_namespace(%(name)s::text) AS id," + STATS_SQL.replace(
+    "%(ns)s", "(SELECT memstore.find_namespace(%(name)s::text))"
+).replace("\nSELECT ", "\n", 1)
+
+
 def stats_params(namespace_id: int, model: str, index: str) -> dict[str, Any]:
     """The parameters of :data:`STATS_SQL` (``index``: the model's index, schema-qualified)."""
     return {"ns": namespace_id, "model": model, "index": index, "sample": AVG_LENGTH_SAMPLE}
+
+
+def stats_row(conn: Connection, statement: Statement) -> dict[str, Any]:
+    """The one row of :data:`STATS_SQL` (or :data:`STATS_BY_NAME_SQL`), read on ``conn``."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor(row_factory=dict_row) as cursor:
+        rows: list[dict[str, Any]] = cursor.execute(statement[0], statement[1]).fetchall()
+    return rows[0]
 
 
 def stats_of(row: Mapping[str, Any]) -> NamespaceStats:

@@ -12,17 +12,30 @@ keeps the term counts every recall statement reports (:meth:`Recaller.learn`).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
-from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
-from memstore.db.transaction import Statement, in_one_round_trip, statements_in_one_round_trip
+from memstore.db.transaction import (
+    Statement,
+    in_one_round_trip,
+    known_confined,
+    note_confined,
+    statements_in_one_round_trip,
+)
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
 from memstore.graph.namespaces import name_check
-from memstore.graph.rows import STATS_SQL, NamespaceStats, stats_of, stats_params
+from memstore.graph.rows import (
+    STATS_BY_NAME_SQL,
+    STATS_SQL,
+    NamespaceStats,
+    stats_of,
+    stats_params,
+    stats_row,
+)
 from memstore.inputs import validated
 from memstore.models import MISSING_IDS_SHOWN, Hit, Recalled
 from memstore.recall import (
@@ -38,7 +51,7 @@ from memstore.recall import (
 from memstore.recall import hits as recall_hits
 from memstore.recall import plan as recall_plan
 from memstore.recall.terms import CACHED_DF_MIN
-from memstore.services.scope import Scope
+from memstore.services.scope import NO_NAMESPACE, Scope
 
 STATS_TTL = 60.0  # seconds
 
@@ -126,6 +139,7 @@ class Recaller:
         its statement's rows, in one round trip once the namespace is known and its sizes
         kept (stale sizes are read again beside the recall, for the next one); None when
         the namespace's kept id turned out to have another name."""
+        self.meet()
         self.scope.exists()  # another process may have created it since
         namespace_id = self.scope.id
         missing, _ = self.missing_vectors(spec)
@@ -156,6 +170,27 @@ class Recaller:
             if stale:
                 self.keep_stats(namespace_id, row)
         return spec, found[0]
+
+    def meet(self) -> None:
+        """A namespace the store knows nothing of yet: for a role that row-level security
+        does not confine, its id and its sizes in one round trip (a confined role must
+        declare the id before it may count the rows: :meth:`Scope.exists` looks it up,
+        :meth:`stats` reads the sizes)."""
+        scope = self.scope
+        if scope.state.id is not None or known_confined(scope.engine) is not False:
+            return
+        model, dims = scope.embedder.name, scope.embedder.dims
+        params = {
+            **stats_params(NO_NAMESPACE, model, f"memstore.{cache.index_name(model, dims)}"),
+            "name": scope.name,
+        }
+        # On the primary, as Scope.exists looks up: reads need not wait for a replica.
+        looking = scope.reads.read_on_primary() if scope.reads else nullcontext()
+        with looking:
+            (row,) = in_one_round_trip(scope.engine, NO_NAMESPACE, STATS_BY_NAME_SQL, params)
+        if row["id"] is not None and scope.state.id is None:
+            scope.state.id = int(row["id"])
+            self.keep_stats(scope.state.id, row)
 
     def missing_vectors(self, spec: RecallQuery) -> tuple[int, list[int]]:
         """How many current memories up to the recall's ceiling have no vector for the
@@ -260,10 +295,7 @@ class Recaller:
                 lambda engine: in_one_round_trip(engine, namespace_id, statement, params)
             )
         else:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            with raw.cursor(row_factory=dict_row) as cursor:
-                (row,) = cursor.execute(statement, params).fetchall()
+            row = stats_row(conn, (statement, params))
         return self.keep_stats(namespace_id, row)
 
     def stats_due(self) -> bool:
@@ -283,6 +315,7 @@ class Recaller:
     def keep_stats(self, namespace_id: int, row: dict[str, Any]) -> NamespaceStats:
         """Keep the sizes a :meth:`stats_statement` read."""
         stats = stats_of(row)
+        note_confined(self.scope.engine, stats.confined)
         if namespace_id == self.scope.id:
             self.cached_stats = (namespace_id, stats, time.monotonic())
         return stats

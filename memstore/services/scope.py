@@ -14,7 +14,8 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 from sqlalchemy.engine import Connection, Engine
@@ -23,15 +24,15 @@ from memstore.config import Settings
 from memstore.db.replicas import ReadRouter
 from memstore.db.transaction import (
     PipelinedTransaction,
+    checked_namespace_transaction,
     declare_scope,
-    namespace_transaction,
     pipelined_namespace_transaction,
     transaction,
 )
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
-from memstore.errors import InvalidInputError
-from memstore.graph.namespaces import lookup_namespace, open_namespace
+from memstore.errors import DatabaseError, InvalidInputError
+from memstore.graph.namespaces import lookup_namespace, name_check, open_namespace
 from memstore.graph.rows import NamespaceStats
 from memstore.models import PRIVACY_MAX, MemoryInput, check_clean
 from memstore.recall import TermCounts
@@ -145,6 +146,7 @@ class Scope:
         # new id in _creating.
         self.state = state if state is not None else NamespaceState()
         self._creating = threading.local()
+        self._looked = False  # whether this handle has looked its namespace up
 
     @property
     def id(self) -> int:
@@ -153,7 +155,13 @@ class Scope:
         if known is not None:
             return known
         pending: int | None = getattr(self._creating, "id", None)
-        return NO_NAMESPACE if pending is None else pending
+        if pending is not None:
+            return pending
+        if not self._looked:  # looked up when first needed, not when the handle is made
+            self.exists()
+            if self.state.id is not None:
+                return self.state.id
+        return NO_NAMESPACE
 
     def exists(self) -> bool:
         """Whether the namespace has been created (by a first successful write); looking
@@ -162,7 +170,10 @@ class Scope:
             # A lookup on the primary, not a write: reads need not wait for a replica.
             looking = self.reads.read_on_primary() if self.reads else nullcontext()
             with looking:
-                self.state.id = lookup_namespace(self.engine, self.name)
+                found = lookup_namespace(self.engine, self.name)
+            if self.state.id is None:
+                self.state.id = found
+            self._looked = True
         return self.state.id is not None
 
     def still_named(self, namespace_id: int, name: object) -> bool:
@@ -207,11 +218,16 @@ class Scope:
             with self.connection(privacy_ceiling=ceiling) as conn:
                 yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
             return
-        self.exists()  # another process may have created it since
-        with self.reads.reading(
-            lambda engine: namespace_transaction(engine, self.id, privacy_ceiling=ceiling)
-        ) as conn:
-            yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+        reads = self.reads
+        for _ in range(2):
+            self.exists()  # another process may have created it since
+            namespace_id = self.id
+            opened = partial(self._scoped, namespace_id=namespace_id, ceiling=ceiling)
+            with reads.reading(opened) as conn:
+                if conn is not None:
+                    yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+                    return
+        self._renamed()
 
     def read(self, statement: Callable[[Engine], T]) -> T:
         """``statement(engine)`` on the engine reads go to: a replica when the store has one
@@ -240,11 +256,38 @@ class Scope:
     @contextmanager
     def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:
         """See :meth:`memstore.namespace.Namespace.connection`: one transaction whose first
-        statement declares the namespace and the ceiling (``SET LOCAL``)."""
+        statement declares the namespace and the ceiling (``SET LOCAL``). Its opening is one
+        round trip, and checks that the namespace's kept id still has this name."""
         ceiling = self.ceiling(privacy_ceiling)
-        self.exists()  # another process may have created it since
-        with namespace_transaction(self.engine, self.id, privacy_ceiling=ceiling) as conn:
-            yield conn
+        for _ in range(2):
+            self.exists()  # another process may have created it since
+            with self._scoped(self.engine, namespace_id=self.id, ceiling=ceiling) as conn:
+                if conn is not None:
+                    yield conn
+                    return
+        self._renamed()
+
+    @contextmanager
+    def _scoped(
+        self, engine: Engine, *, namespace_id: int, ceiling: int
+    ) -> Iterator[Connection | None]:
+        """A transaction scoped to ``namespace_id``, opened with the name check in the same
+        round trip; None (the transaction ended, the kept id dropped) when that id no longer
+        has this scope's name (:meth:`still_named`)."""
+        check = None if namespace_id == NO_NAMESPACE else name_check(namespace_id)
+        with checked_namespace_transaction(
+            engine, namespace_id, privacy_ceiling=ceiling, check=check
+        ) as (conn, rows):
+            named = rows[0]["name"] if rows else None
+            yield conn if check is None or self.still_named(namespace_id, named) else None
+
+    def _renamed(self) -> NoReturn:
+        """Raised when a namespace's name moved twice while it was being opened: only an
+        owner who bypasses the namespaces' append-only rule can do that."""
+        raise DatabaseError(
+            f"the namespace {self.name!r} changed while it was being opened"
+            " (namespaces are never renamed: was their append-only rule bypassed?)"
+        )
 
     def vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
         """Given vectors where items carry one; the embedder's for the rest."""
