@@ -278,17 +278,19 @@ class Recaller:
         return self.term_counts
 
     def stats(self, conn: Connection | None = None) -> NamespaceStats:
-        """Sizes that pick a plan and feed BM25 (read on ``conn``, or in one round trip of
-        their own, when none are kept for the namespace).
+        """Sizes that pick a plan and feed BM25, kept for a minute: read on ``conn`` (a
+        composite read's transaction) once older, else in one round trip of their own
+        when none are kept for the namespace.
 
-        They only steer ranking and plan choice, so slightly stale is fine: kept sizes
-        older than a minute still serve, and a recall reads them again beside its own
-        statement (:meth:`stats_due`).
+        They only steer ranking and plan choice, so slightly stale is fine: without
+        ``conn`` (a recall of its own) kept sizes older than a minute still serve, and
+        the recall reads them again beside its statement (:meth:`stats_due`).
         """
         cached = self.cached_stats
         namespace_id = self.scope.id
         if cached is not None and cached[0] == namespace_id:
-            return cached[1]
+            if conn is None or time.monotonic() - cached[2] <= STATS_TTL:
+                return cached[1]
         statement, params = self.stats_statement(namespace_id)
         if conn is None:
             (row,) = self.scope.read(

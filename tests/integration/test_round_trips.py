@@ -1,4 +1,4 @@
-"""Every read verb waits for the server once (issue 23: many tenants; issue 21 item 4).
+"""Round trips per read verb, kept from growing (issue 23: many tenants; issue 21 item 4).
 
 A round trip is the client sending and then waiting for the server's answer
 (tests/round_trips.py counts them from psycopg's own steps: a pipelined
@@ -11,8 +11,9 @@ longer keeps costs no more than a warm one). The budgets are what the verbs cost
 now (docs/benchmark-notes.md, "Round trips per read (stop 27)"): recall, edges
 and the searches are at one (two on a namespace the store meets for the first
 time); the rest open a transaction of several statements (BEGIN and the scope
-one trip, then each statement, then COMMIT). A future extra round trip on any read path fails here, naming the
-statements of every trip; lower a budget when a verb gets cheaper.
+one trip, then each statement, then COMMIT). A future extra round trip on any
+read path fails here, naming the statements of every trip; lower a budget when
+a verb gets cheaper.
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ READS: dict[str, tuple[Read, int, int]] = {
     "lessons.search": (lambda ns, w: ns.lessons.search("harbour code"), 1, 2),
     "procedures.all": (lambda ns, w: ns.procedures.all(), 3, 4),
     "procedures.find_by_name": (lambda ns, w: ns.procedures.find_by_name("ferry"), 3, 4),
+}
+
+
+# Writes (reads first, issue 23): what they cost on a warm store, kept from growing too.
+# remember is one pipelined statement; link and ingest_turn still check and write in
+# several statements of one transaction (memstore/tx.py, memstore/tiers/timeline.py).
+WRITES: dict[str, tuple[Read, int]] = {
+    "remember": (lambda ns, w: ns.remember(f"note {uuid.uuid4().hex}"), 1),
+    "link": (
+        lambda ns, w: ns.link(w["harbour"], w["ferry"], relation=f"r{uuid.uuid4().hex[:8]}"),
+        7,
+    ),
+    "timeline.ingest_turn": (
+        lambda ns, w: ns.timeline.ingest_turn("user", f"turn {uuid.uuid4().hex}", "s1"),
+        13,
+    ),
 }
 
 
@@ -194,3 +211,18 @@ def test_a_kept_id_never_reads_a_namespace_that_lost_its_name(database_url):
         assert [hit.node.id for hit in hits] == [fresh.id]
         moved = store.namespace(name + " (moved)")
         assert {hit.node.id for hit in moved.recall("harbour ferry", k=5)} >= {ids["harbour"]}
+
+
+def test_writes_keep_their_round_trip_budget(database_url, world):
+    name, ids = world["names"][0], world["ids"][0]
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
+        ns = store.namespace(name)
+        over = []
+        for verb, (write, budget) in WRITES.items():
+            for _ in range(3):
+                write(ns, ids)
+            trips = measured(partial(write, ns, ids))
+            print(f"{verb}: {len(trips)} round trips ({len(trips.statements())} statements)")
+            if len(trips) > budget:
+                over.append(f"{verb}: {len(trips)} (budget {budget})\n" + trips.describe())
+    assert not over, "\n".join(over)
