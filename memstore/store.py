@@ -29,12 +29,12 @@ from memstore.services.scope import NamespaceState
 
 # Namespace objects the store keeps for reuse, the most recently used.
 NAMESPACES_KEPT = 256
-# What the store knows of a namespace between requests (its id, sizes and common terms'
-# counts: memstore.services.scope.NamespaceState), kept for this many namespaces, the
-# most recently used: a handle made anew for one of them pays no lookup and no
-# statistics read. A few hundred bytes each, up to the term counts of the namespaces
-# recalled by text (at most 2,000 terms each).
-NAMESPACE_STATES_KEPT = 65_536
+# What the store knows of a namespace between requests (its id and sizes:
+# memstore.services.scope.NamespaceState), kept for this many namespaces, the most
+# recently used: a handle made anew for one of them pays no lookup and no statistics
+# read. Under a kilobyte each (the name is the key); the common terms' counts (up to
+# 2,000 terms) are kept only while the store keeps the namespace's handle.
+NAMESPACE_STATES_KEPT = 16_384
 
 __all__ = ["MemoryStore", "StoreStatus"]
 
@@ -190,7 +190,9 @@ class MemoryStore:
             kept = self._namespaces.setdefault(name, opened)  # a concurrent opener may have won
             self._namespaces.move_to_end(name)
             while len(self._namespaces) > NAMESPACES_KEPT:
-                self._namespaces.popitem(last=False)
+                let_go, _ = self._namespaces.popitem(last=False)
+                if (state := self._states.get(let_go)) is not None:
+                    state.release()
         return kept
 
     @contextmanager

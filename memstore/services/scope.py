@@ -114,6 +114,11 @@ class NamespaceState:
         # (namespace, ceiling, the sizes it was counted with) -> what lacks a vector.
         self.missing: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None = None
 
+    def release(self) -> None:
+        """Drop what is big to keep (the common terms' counts, sampled again when a
+        lexical or hybrid recall needs them): the store let the namespace's handle go."""
+        self.term_counts = TermCounts()
+
     def forget(self) -> None:
         """Drop everything kept: the next read looks the namespace up again."""
         self.id = None

@@ -6,7 +6,7 @@ transaction's BEGIN, ``SET LOCAL``s, statement and COMMIT are one). On a warm
 store (the namespace's object kept, its statistics read, the connection's
 statements prepared) every read verb has a budget of round trips, and so does
 its first read of a namespace the store has not seen yet (since stop 27 the
-store keeps what it knows of 65,536 namespaces, so a tenant whose handle it no
+store keeps what it knows of 16,384 namespaces, so a tenant whose handle it no
 longer keeps costs no more than a warm one). The budgets are what the verbs cost
 now (docs/benchmark-notes.md, "Round trips per read (stop 27)"): recall, edges
 and the searches are at one (two on a namespace the store meets for the first
@@ -226,3 +226,23 @@ def test_writes_keep_their_round_trip_budget(database_url, world):
             if len(trips) > budget:
                 over.append(f"{verb}: {len(trips)} (budget {budget})\n" + trips.describe())
     assert not over, "\n".join(over)
+
+
+def test_a_let_go_handle_keeps_its_id_and_sizes_but_not_its_term_counts(
+    database_url, world, monkeypatch
+):
+    """Term counts (up to 2,000 terms) live only as long as the store keeps the handle."""
+    import memstore.store
+
+    monkeypatch.setattr(memstore.store, "NAMESPACES_KEPT", 1)
+    first, second = world["names"]
+    with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
+        ns = store.namespace(first)
+        ns.recall("harbour ferry", k=5)
+        state = ns._scope.state
+        state.term_counts.learn({"harbour": 500})
+        assert state.id is not None and state.stats is not None and len(state.term_counts)
+        store.namespace(second)  # the first handle is let go
+        assert state.id is not None and state.stats is not None
+        assert len(state.term_counts) == 0
+        assert store.namespace(first)._scope.state is state
