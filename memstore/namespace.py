@@ -46,7 +46,12 @@ from memstore.services.graph import Direction, GraphReader
 from memstore.services.ingest import Ingester
 from memstore.services.maintenance import Maintainer, MaintainRequest, MaintenanceReport
 from memstore.services.recall import Recaller
-from memstore.services.scope import Scope, check_namespace_name, checked_ceiling
+from memstore.services.scope import (
+    NamespaceState,
+    Scope,
+    check_namespace_name,
+    checked_ceiling,
+)
 from memstore.tiers import context, summary
 from memstore.tiers.consolidation import Consolidation
 from memstore.tiers.context import ContextPacket, ContextRequest, TokenCounter
@@ -76,13 +81,15 @@ class Namespace:
         settings: Settings,
         embedder: Embedder,
         reads: ReadRouter | None = None,
+        state: NamespaceState | None = None,
     ):
-        self._scope = Scope(engine, name, settings=settings, embedder=embedder, reads=reads)
+        self._scope = Scope(
+            engine, name, settings=settings, embedder=embedder, reads=reads, state=state
+        )
         self._recall = Recaller(self._scope)
         self._activation = Activator(self._scope, self._recall)
         self._ingest = Ingester(self._scope)
         self._graph = GraphReader(self._scope)
-        self.exists()
 
     @property
     def name(self) -> str:

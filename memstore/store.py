@@ -25,10 +25,16 @@ from memstore.embedding.select import choose_embedder
 from memstore.errors import ConfigurationError, StoreClosedError
 from memstore.models import NamespaceInfo, RestoreSummary, StoreStatus
 from memstore.namespace import Namespace, check_namespace_name, checked_ceiling
+from memstore.services.scope import NamespaceState
 
-# Namespace objects the store keeps for reuse, the most recently used: each holds its
-# namespace's cached statistics and term counts, and opening one is a round trip.
+# Namespace objects the store keeps for reuse, the most recently used.
 NAMESPACES_KEPT = 256
+# What the store knows of a namespace between requests (its id and sizes:
+# memstore.services.scope.NamespaceState), kept for this many namespaces, the most
+# recently used: a handle made anew for one of them pays no lookup and no statistics
+# read. Under a kilobyte each (the name is the key); the common terms' counts (up to
+# 2,000 terms) are kept only while the store keeps the namespace's handle.
+NAMESPACE_STATES_KEPT = 16_384
 
 __all__ = ["MemoryStore", "StoreStatus"]
 
@@ -60,6 +66,7 @@ class MemoryStore:
         self.settings = settings
         self.embedder = embedder
         self._namespaces: OrderedDict[str, Namespace] = OrderedDict()
+        self._states: OrderedDict[str, NamespaceState] = OrderedDict()
         self._namespaces_lock = threading.Lock()
 
     @classmethod
@@ -153,7 +160,9 @@ class MemoryStore:
 
         The store keeps the objects of its :data:`NAMESPACES_KEPT` most recently used
         namespaces, so asking again for a name (say, once per request) returns the same
-        object, with its cached statistics, without a round trip to the server.
+        object without a round trip to the server; and what it knows of the
+        :data:`NAMESPACE_STATES_KEPT` most recently used (id, statistics), so the first
+        read of a handle made anew for one of them costs no more than the next.
         """
         engine = self.engine  # raises once the store is closed
         name = str(check_namespace_name(name))  # bad input is refused before any lookup
@@ -162,14 +171,28 @@ class MemoryStore:
             if kept is not None:
                 self._namespaces.move_to_end(name)
                 return kept
+            state = self._states.get(name)
+            if state is None:
+                state = self._states[name] = NamespaceState()
+                while len(self._states) > NAMESPACE_STATES_KEPT:
+                    self._states.popitem(last=False)
+            else:
+                self._states.move_to_end(name)
         opened = Namespace(
-            engine, name, settings=self.settings, embedder=self.embedder, reads=self._reads
+            engine,
+            name,
+            settings=self.settings,
+            embedder=self.embedder,
+            reads=self._reads,
+            state=state,
         )
         with self._namespaces_lock:
             kept = self._namespaces.setdefault(name, opened)  # a concurrent opener may have won
             self._namespaces.move_to_end(name)
             while len(self._namespaces) > NAMESPACES_KEPT:
-                self._namespaces.popitem(last=False)
+                let_go, _ = self._namespaces.popitem(last=False)
+                if (state := self._states.get(let_go)) is not None:
+                    state.release()
         return kept
 
     @contextmanager
@@ -223,6 +246,7 @@ class MemoryStore:
         """Release connections; stop the embedded server if this was its last user."""
         with self._namespaces_lock:
             self._namespaces.clear()
+            self._states.clear()
         if self._reads is not None:
             self._reads.dispose()
             self._reads = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, LiteralString
 
@@ -18,6 +18,9 @@ from sqlalchemy.exc import DBAPIError
 
 from memstore.errors import translate_db_error
 from memstore.models import PRIVACY_MAX
+
+# A statement and its parameters, for psycopg (``%(name)s`` placeholders).
+Statement = tuple[sql.SQL | sql.Composed | LiteralString, Mapping[str, Any]]
 
 
 @contextmanager
@@ -106,11 +109,45 @@ def namespace_transaction(
     so a pooled connection cannot carry them into another transaction. Roles
     that do not own the tables (``memstore_app``, ``memstore_reader``) then
     see and change only this namespace's rows, and nodes up to the ceiling.
-    Every namespace-scoped transaction of the service opens here.
+    Every namespace-scoped transaction of the service opens here, or in
+    :func:`checked_namespace_transaction`: BEGIN and the scope are one round trip.
     """
-    with transaction(engine) as conn:
-        declare_scope(conn, namespace_id, privacy_ceiling)
+    with checked_namespace_transaction(engine, namespace_id, privacy_ceiling=privacy_ceiling) as (
+        conn,
+        _,
+    ):
         yield conn
+
+
+@contextmanager
+def checked_namespace_transaction(
+    engine: Engine,
+    namespace_id: int,
+    *,
+    privacy_ceiling: int | None = None,
+    check: Statement | None = None,
+) -> Iterator[tuple[Connection, list[dict[str, Any]]]]:
+    """:func:`namespace_transaction` whose opening (BEGIN, the scope's ``SET LOCAL``s
+    and the ``check`` statement, if any) is one round trip; the connection and the
+    check's rows.
+
+    The transaction of :func:`pipelined_namespace_transaction` (the connection in
+    autocommit mode, BEGIN and COMMIT sent explicitly), so statements run on the
+    connection as in any transaction: committed on leaving the block, rolled back on
+    an error, which leaves as a :class:`~memstore.errors.MemstoreError` where it came
+    from the database.
+    """
+    with pipelined_namespace_transaction(
+        engine, namespace_id, privacy_ceiling=privacy_ceiling
+    ) as tx:
+        rows: list[dict[str, Any]] = []
+        with tx.raw.cursor(row_factory=dict_row) as cursor:
+            with tx.pipeline():
+                if check is not None:
+                    cursor.execute(check[0], check[1])
+            if check is not None:
+                rows = cursor.fetchall()
+        yield tx.conn, rows
 
 
 def declare_scope(conn: Connection, namespace_id: int, privacy_ceiling: int | None) -> None:
@@ -244,16 +281,45 @@ def in_one_round_trip(
     this way. Rows come back as dicts; errors leave as
     :class:`~memstore.errors.MemstoreError` and the transaction is rolled back.
     """
+    (rows,) = statements_in_one_round_trip(
+        engine,
+        namespace_id,
+        [(query, params)],
+        privacy_ceiling=privacy_ceiling,
+        settings=settings,
+        prepare=prepare,
+    )
+    return rows
+
+
+def statements_in_one_round_trip(
+    engine: Engine,
+    namespace_id: int,
+    statements: Sequence[Statement],
+    *,
+    privacy_ceiling: int | None = None,
+    settings: Mapping[str, str] | None = None,
+    prepare: bool = False,
+) -> list[list[dict[str, Any]]]:
+    """:func:`in_one_round_trip` for a few independent statements: they share the
+    transaction (one snapshot) and the one wait for the server; the rows of each, in
+    order. A check that travels beside a read (the namespace's name, say) is answered
+    with it and costs no round trip of its own."""
     with pipelined_namespace_transaction(
         engine, namespace_id, privacy_ceiling=privacy_ceiling
     ) as tx:
-        with tx.raw.cursor(row_factory=dict_row) as cursor:
+        cursors = [tx.raw.cursor(row_factory=dict_row) for _ in statements]
+        try:
             with tx.pipeline(commit=True) as raw:
                 for statement in set_local(settings or {}):
                     raw.execute(statement)
-                cursor.execute(query, params, prepare=prepare)
-            rows: list[dict[str, Any]] = cursor.fetchall()
-    return rows
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(query, params, prepare=prepare)
+            found: list[list[dict[str, Any]]] = [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+    return found
 
 
 # Whether the connected role is confined by row-level security, per engine: a
@@ -277,6 +343,17 @@ def confined(conn: Connection) -> bool:
     if engine not in _CONFINED:
         _CONFINED[engine] = bool(conn.exec_driver_sql(_CONFINED_SQL).scalar_one())
     return _CONFINED[engine]
+
+
+def known_confined(engine: Engine) -> bool | None:
+    """Whether row-level security confines ``engine``'s role, if a statement has told
+    (:func:`confined`, :func:`note_confined`); None before."""
+    return _CONFINED.get(engine)
+
+
+def note_confined(engine: Engine, value: bool) -> None:
+    """Keep what a statement that read :data:`_CONFINED_SQL`'s verdict told of the role."""
+    _CONFINED[engine] = value
 
 
 def declared_ceiling(conn: Connection) -> int:

@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
+from memstore.db.transaction import Statement, in_one_round_trip
 from memstore.embedding.base import Embedder
+
+# The id of a namespace by its exact name (memstore.find_namespace: SECURITY DEFINER,
+# so a role confined by row-level security may look up a name it knows).
+LOOKUP_SQL = "SELECT memstore.find_namespace(%(name)s::text) AS id"
+
+# The name of the namespace a transaction declared: sent beside a read that uses an id
+# the store kept for a name, so the read's rows count only while that id still has
+# that name (row-level security shows a confined role its declared namespace only).
+NAME_SQL = "SELECT ns.name FROM memstore.namespaces ns WHERE ns.id = %(ns)s"
 
 
 def find_namespace(conn: Connection, name: str) -> int | None:
@@ -32,3 +42,15 @@ def open_namespace(conn: Connection, name: str, embedder: Embedder) -> int:
         )
     ).scalar_one()
     return int(found)
+
+
+def lookup_namespace(engine: Engine, name: str) -> int | None:
+    """:func:`find_namespace` in one round trip (its own transaction, the statement,
+    BEGIN and COMMIT sent together)."""
+    (row,) = in_one_round_trip(engine, 0, LOOKUP_SQL, {"name": name})
+    return None if row["id"] is None else int(row["id"])
+
+
+def name_check(namespace_id: int) -> Statement:
+    """:data:`NAME_SQL` for ``namespace_id``, to send beside a read of it."""
+    return (NAME_SQL, {"ns": namespace_id})

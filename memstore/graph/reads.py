@@ -4,6 +4,7 @@ vectors two memories are compared by, and an explicit change of learned weights
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from importlib.resources import files
 from typing import Any, Literal, NamedTuple
 
@@ -12,6 +13,8 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
+from memstore.db.transaction import PipelinedTransaction
+from memstore.graph.namespaces import NAME_SQL
 from memstore.models import Edge
 
 QUERIES = named_queries(files("memstore.graph").joinpath("reads.sql").read_text())
@@ -50,15 +53,29 @@ def live_edges(
 ) -> list[LiveEdge]:
     """The live edges of the memory whose current version is ``node_id``, heaviest
     (authored weight) first, then oldest; at most ``limit``."""
-    params = {
+    return edges_of(
+        _rows(conn, "edges", edge_params(namespace_id, node_id, direction, relation, limit)),
+        namespace,
+    )
+
+
+def edge_params(
+    namespace_id: int, node_id: int, direction: Direction, relation: str | None, limit: int
+) -> dict[str, Any]:
+    """The parameters of the ``edges`` read (from ``node_id``'s current version)."""
+    return {
         "ns": namespace_id,
         "node": node_id,
         "relation": relation,
         "limit": limit,
         **_directions(direction),
     }
+
+
+def edges_of(rows: list[dict[str, Any]], namespace: str) -> list[LiveEdge]:
+    """The ``edges`` read's rows as edges, each with the current version it leads to."""
     found = []
-    for row in _rows(conn, "edges", params):
+    for row in rows:
         far = int(row.pop("far"))
         found.append(LiveEdge(Edge(**row, namespace=namespace), far))
     return found
@@ -76,33 +93,79 @@ def neighbour_ids(
 ) -> list[tuple[int, int]]:
     """(node id, distance) of the current memories within ``depth`` live edges of the
     memory whose current version is ``node_id`` (itself left out), nearest first, then by
-    id; at most ``limit``.
+    id; at most ``limit``. See :func:`walk_params` and :func:`nearest`."""
+    params = walk_params(namespace_id, node_id, depth, direction, relation, limit)
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor() as cursor:
+        rows = cursor.execute(QUERIES["neighbours"], params).fetchall()
+    return nearest(rows, node_id, limit)
 
-    The walk's rows arrive one distance after the other, read through a
-    server-side cursor: the first row of a memory has its least distance, and
-    once ``limit`` memories are in, the walk stops (a small limit does not pay
-    for a hub's whole 3-hop neighbourhood). Which memories of the last
-    distance reached make the limit is the walk's order, not their ids.
-    """
-    params = {
+
+def walk_params(
+    namespace_id: int,
+    node_id: int,
+    depth: int,
+    direction: Direction,
+    relation: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    """The parameters of the ``neighbours`` walk: it sends at most (limit + 1) × (depth +
+    1) rows, which hold ``limit`` distinct memories besides the start whenever the walk
+    reaches that many (a memory comes at most once per distance), and stops there: a
+    small limit does not pay for a hub's whole 3-hop neighbourhood."""
+    return {
         "ns": namespace_id,
         "node": node_id,
         "depth": depth,
         "relation": relation,
+        "rows": (limit + 1) * (depth + 1),
         **_directions(direction),
     }
-    raw = conn.connection.driver_connection
-    assert raw is not None
+
+
+def nearest(rows: Iterable[Sequence[Any]], start: int, limit: int) -> list[tuple[int, int]]:
+    """The walk's first ``limit`` distinct memories other than ``start`` (the current
+    version walked from), each at its least distance (rows arrive one distance after
+    the other), nearest first, then by id. Which memories of the last distance reached
+    make the limit is the walk's order, not their ids."""
     found: dict[int, int] = {}
-    with raw.cursor(name="memstore_neighbours") as cursor:
-        cursor.itersize = min(max(limit, 100), 2_000)
-        cursor.execute(QUERIES["neighbours"], params)
-        for far, distance in cursor:
-            if far != node_id and far not in found:
-                found[int(far)] = int(distance)
-                if len(found) >= limit:
-                    break
+    for far, distance in rows:
+        if far != start and far not in found:
+            found[int(far)] = int(distance)
+            if len(found) >= limit:
+                break
     return sorted(found.items(), key=lambda pair: (pair[1], pair[0]))
+
+
+def checked_read(
+    tx: PipelinedTransaction,
+    namespace_id: int,
+    node_id: int,
+    read: str,
+    params: dict[str, Any],
+    *,
+    commit: bool,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str | None]:
+    """In one round trip (BEGIN and the scope too, if the transaction has not started):
+    the memory ``node_id`` as its checks need it (``memory``: None when it is not
+    visible), the rows of the named ``read`` that starts from it, and the name of the
+    namespace ``namespace_id`` (memstore.graph.namespaces.NAME_SQL); with ``commit`` the
+    transaction ends in the same round trip, else it stays open for a read that depends
+    on these rows."""
+    with (
+        tx.raw.cursor(row_factory=dict_row) as memory,
+        tx.raw.cursor(row_factory=dict_row) as rows,
+        tx.raw.cursor() as named,
+    ):
+        with tx.pipeline(commit=commit):
+            memory.execute(QUERIES["memory"], {"ns": namespace_id, "node": node_id})
+            rows.execute(QUERIES[read], params)
+            named.execute(NAME_SQL, {"ns": namespace_id})
+        verdict = memory.fetchone()
+        found: list[dict[str, Any]] = rows.fetchall()
+        name_row = named.fetchone()
+    return verdict, found, None if name_row is None else str(name_row[0])
 
 
 def stored_vectors(

@@ -7,11 +7,39 @@
 -- one the transaction declared, read by the expression row-level security uses.
 -- Every table reference filters on namespace_id (docs/architecture.md, Citus).
 
+-- memory --
+-- The memory a read starts from, as its checks need it (memstore/services/graph.py):
+-- no row when the asked id is not visible (missing, another namespace's, above the
+-- ceiling); else its current version, whether that version is visible, and whether
+-- it was forgotten or redacted. Sent in the read's own round trip, before the read,
+-- whose rows count only when this verdict lets them.
+SELECT c.id AS current,
+       EXISTS (SELECT 1 FROM memstore.nodes m
+               WHERE m.namespace_id = %(ns)s AND m.id = c.id
+                 AND m.privacy <= nullif(current_setting('memstore.privacy_ceiling', true),
+                                         '')::smallint) AS visible,
+       EXISTS (SELECT 1 FROM memstore.tombstones t
+               WHERE t.namespace_id = %(ns)s AND t.node_id = c.id) AS tombstoned,
+       EXISTS (SELECT 1 FROM memstore.redactions r
+               WHERE r.namespace_id = %(ns)s AND r.node_id = c.id) AS redacted
+FROM memstore.nodes a
+CROSS JOIN LATERAL memstore.current_of(%(ns)s, a.id, NULL) AS c
+WHERE a.namespace_id = %(ns)s AND a.id = %(node)s
+  AND a.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
+
 -- edges --
+-- From the asked id's current version (the start only when the asked id is visible:
+-- an invisible one walks nothing), in the same round trip as its checks ("memory").
+WITH m AS (
+    SELECT c.id FROM memstore.nodes a
+    CROSS JOIN LATERAL memstore.current_of(%(ns)s, a.id, NULL) AS c
+    WHERE a.namespace_id = %(ns)s AND a.id = %(node)s
+      AND a.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
+)
 SELECT e.id, e.src, e.dst, e.relation, e.weight, e.inhibitory, e.confidence, e.layer,
        e.source, e.actor, e.run_id, e.recorded_at, f.far,
        coalesce(es.hebbian_weight, 0)::float8 AS learned_weight
-FROM memstore.own_versions(%(ns)s, %(node)s, NULL) AS v(id)
+FROM m CROSS JOIN LATERAL memstore.own_versions(%(ns)s, m.id, NULL) AS v(id)
 CROSS JOIN LATERAL (
     SELECT o.*, o.dst AS far_end FROM memstore.edges o
     WHERE %(outgoing)s AND o.namespace_id = %(ns)s AND o.src = v.id
@@ -20,7 +48,7 @@ CROSS JOIN LATERAL (
     WHERE %(incoming)s AND i.namespace_id = %(ns)s AND i.dst = v.id
 ) AS e
 CROSS JOIN LATERAL memstore.live_end(
-    %(ns)s, e.id, e.recorded_at, e.far_end, %(node)s,
+    %(ns)s, e.id, e.recorded_at, e.far_end, m.id,
     nullif(current_setting('memstore.privacy_ceiling', true), '')::int, NULL) AS f
 LEFT JOIN memstore.edge_state es ON es.namespace_id = %(ns)s AND es.edge_id = e.id
 WHERE %(relation)s::text IS NULL OR e.relation = %(relation)s::text
@@ -34,10 +62,17 @@ LIMIT %(limit)s
 -- UNION keeps one row per (node, distance), so the walk is bounded by the
 -- depth (at most 3, checked by the caller). The rows come out one distance
 -- after the other (each iteration of the recursion in turn), so the caller
--- reads them through a cursor and stops once it has its limit of distinct
--- memories: the walk goes no further than that (memstore/graph/reads.py).
+-- takes the first rows, up to %(rows)s, and keeps the first row of each memory
+-- until it has its limit of distinct memories (memstore/graph/reads.py):
+-- (limit + 1) × (depth + 1) rows hold that many whenever the walk reaches them,
+-- since a memory comes at most once per distance. A recursive query is read
+-- lazily, so the LIMIT stops the walk there. The walk starts only when the asked
+-- id is visible, so it can be sent in the same round trip as its checks.
 WITH RECURSIVE walk (id, distance) AS (
-    SELECT c.id, 0 FROM memstore.current_of(%(ns)s, %(node)s, NULL) AS c
+    SELECT c.id, 0 FROM memstore.nodes a
+    CROSS JOIN LATERAL memstore.current_of(%(ns)s, a.id, NULL) AS c
+    WHERE a.namespace_id = %(ns)s AND a.id = %(node)s
+      AND a.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
     UNION
     SELECT f.far, w.distance + 1
     FROM walk w
@@ -56,7 +91,7 @@ WITH RECURSIVE walk (id, distance) AS (
         nullif(current_setting('memstore.privacy_ceiling', true), '')::int, NULL) AS f
     WHERE w.distance < %(depth)s
 )
-SELECT w.id, w.distance FROM walk w WHERE w.distance > 0
+SELECT w.id, w.distance FROM walk w WHERE w.distance > 0 LIMIT %(rows)s
 
 -- vectors --
 -- The stored vectors of some nodes for one model (as text: the client parses

@@ -6,10 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import any_of
 from memstore.db.schema import edges, embeddings, nodes, redactions, supersessions, tombstones
+from memstore.db.transaction import Statement
 from memstore.graph.confirmations import last_confirmed
 from memstore.models import Edge, Node, NodeStatus
 
@@ -175,6 +177,65 @@ class NamespaceStats(NamedTuple):
 # a minute, in some unlucky recall's time), where the key counts are
 # index-only scans.
 AVG_LENGTH_SAMPLE = 2_000
+
+
+# namespace_stats and the planner's count of the model's index (Embedding.cache's
+# indexed_vectors) and whether row-level security confines the role
+# (db.transaction.confined) as one statement: a recall that must read a namespace's
+# sizes first pays one round trip for them, or none when they ride with the recall
+# (memstore/services/recall.py). The name beside them checks the id a store keeps
+# for the namespace's name (memstore/services/scope.py).
+STATS_SQL = """
+SELECT (SELECT count(*) FROM memstore.nodes n WHERE n.namespace_id = %(ns)s) AS documents,
+       (SELECT coalesce(avg(length(w.search)), 1)::float8
+        FROM (SELECT n.search FROM memstore.nodes n WHERE n.namespace_id = %(ns)s
+              ORDER BY n.id DESC LIMIT %(sample)s) AS w) AS avg_length,
+       (SELECT count(*) FROM memstore.embeddings e
+        WHERE e.namespace_id = %(ns)s AND e.model = %(model)s) AS vectors,
+       (SELECT c.reltuples FROM pg_catalog.pg_class c
+        WHERE c.oid = to_regclass(%(index)s)) AS indexed,
+       (SELECT NOT (r.rolsuper OR r.rolbypassrls
+                    OR (pg_has_role(current_user, c.relowner, 'USAGE')
+                        AND NOT c.relforcerowsecurity))
+        FROM pg_catalog.pg_roles r, pg_catalog.pg_class c
+        WHERE r.rolname = current_user AND c.oid = 'memstore.nodes'::regclass) AS confined,
+       (SELECT ns.name FROM memstore.namespaces ns WHERE ns.id = %(ns)s) AS name
+"""
+
+
+# STATS_SQL for a namespace known by its name only, with its id (NULL: none has that
+# name). Only for a role that row-level security does not confine: a confined role
+# sees a namespace's rows only in a transaction that declared its id, so it looks the
+# id up first (memstore.graph.namespaces.LOOKUP_SQL).
+STATS_BY_NAME_SQL = "SELECT memstore.find_namespace(%(name)s::text) AS id," + STATS_SQL.replace(
+    "%(ns)s", "(SELECT memstore.find_namespace(%(name)s::text))"
+).replace("\nSELECT ", "\n", 1)
+
+
+def stats_params(namespace_id: int, model: str, index: str) -> dict[str, Any]:
+    """The parameters of :data:`STATS_SQL` (``index``: the model's index, schema-qualified)."""
+    return {"ns": namespace_id, "model": model, "index": index, "sample": AVG_LENGTH_SAMPLE}
+
+
+def stats_row(conn: Connection, statement: Statement) -> dict[str, Any]:
+    """The one row of :data:`STATS_SQL` (or :data:`STATS_BY_NAME_SQL`), read on ``conn``."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    with raw.cursor(row_factory=dict_row) as cursor:
+        rows: list[dict[str, Any]] = cursor.execute(statement[0], statement[1]).fetchall()
+    return rows[0]
+
+
+def stats_of(row: Mapping[str, Any]) -> NamespaceStats:
+    """A :data:`STATS_SQL` row as the sizes that steer recall."""
+    indexed = row["indexed"]
+    return NamespaceStats(
+        int(row["documents"]),
+        float(row["avg_length"]),
+        int(row["vectors"]),
+        indexed=None if indexed is None else max(int(indexed), 0),
+        confined=bool(row["confined"]),
+    )
 
 
 def namespace_stats(conn: Connection, namespace_id: int, model: str) -> NamespaceStats:

@@ -10,11 +10,17 @@ for, and a memory's edges are those of all its versions (docs/recall.md,
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memstore.errors import InvalidInputError, NodeStateError
+from memstore.errors import (
+    InvalidInputError,
+    NodeNotFoundError,
+    NodeRedactedError,
+    NodeStateError,
+    NodeTombstonedError,
+)
 from memstore.graph import lineage as lineage_sql
 from memstore.graph import reads
 from memstore.graph.rows import fetch_nodes
@@ -84,39 +90,56 @@ class GraphReader:
     def edges(
         self, node_id: int, *, privacy_ceiling: int | None = None, **options: object
     ) -> list[Edge]:
-        """See :meth:`memstore.namespace.Namespace.edges`."""
+        """See :meth:`memstore.namespace.Namespace.edges`: one round trip, the memory's
+        checks answered beside the edges."""
         query = validated(EdgesQuery, node_id=node_id, **options)
-        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
-            memory = self._memory(tx, query.node_id)
-            found = reads.live_edges(
-                tx.conn,
-                tx.id,
-                self.scope.name,
-                memory,
-                direction=query.direction,
-                relation=query.relation,
-                limit=query.limit,
+        ceiling = self.scope.ceiling(privacy_ceiling)
+        for _ in range(2):
+            self.scope.exists()
+            namespace_id = self.scope.id
+            params = reads.edge_params(
+                namespace_id, query.node_id, query.direction, query.relation, query.limit
             )
-        return [live.edge for live in found]
+            with self.scope.pipelined_reading(privacy_ceiling=ceiling) as tx:
+                verdict, rows, name = reads.checked_read(
+                    tx, namespace_id, query.node_id, "edges", params, commit=True
+                )
+            if self.scope.still_named(namespace_id, name):
+                self._check(verdict, query.node_id)
+                return [live.edge for live in reads.edges_of(rows, self.scope.name)]
+        self._missing(query.node_id)  # the namespace's name went elsewhere twice
 
     def neighbours(
         self, node_id: int, *, privacy_ceiling: int | None = None, **options: object
     ) -> list[Neighbour]:
-        """See :meth:`memstore.namespace.Namespace.neighbours`."""
+        """See :meth:`memstore.namespace.Namespace.neighbours`: the memory's checks and the
+        walk in one round trip, the nodes found in a second (with COMMIT)."""
         query = validated(NeighboursQuery, node_id=node_id, **options)
-        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
-            memory = self._memory(tx, query.node_id)
-            near = reads.neighbour_ids(
-                tx.conn,
-                tx.id,
-                memory,
-                depth=query.depth,
-                direction=query.direction,
-                relation=query.relation,
-                limit=query.limit,
+        ceiling = self.scope.ceiling(privacy_ceiling)
+        for _ in range(2):
+            self.scope.exists()
+            namespace_id = self.scope.id
+            params = reads.walk_params(
+                namespace_id,
+                query.node_id,
+                query.depth,
+                query.direction,
+                query.relation,
+                query.limit,
             )
-            found = fetch_nodes(tx.conn, tx.id, self.scope.name, [i for i, _ in near])
-        return [Neighbour(node=found[i], distance=d) for i, d in near if i in found]
+            with self.scope.pipelined_reading(privacy_ceiling=ceiling) as tx:
+                verdict, rows, name = reads.checked_read(
+                    tx, namespace_id, query.node_id, "neighbours", params, commit=False
+                )
+                if not self.scope.still_named(namespace_id, name):
+                    continue
+                memory = self._check(verdict, query.node_id)
+                near = reads.nearest(
+                    ((row["id"], row["distance"]) for row in rows), memory, query.limit
+                )
+                found = fetch_nodes(tx.conn, namespace_id, self.scope.name, [i for i, _ in near])
+            return [Neighbour(node=found[i], distance=d) for i, d in near if i in found]
+        self._missing(query.node_id)  # the namespace's name went elsewhere twice
 
     def similarity(self, a: int, b: int, *, privacy_ceiling: int | None = None) -> float:
         """See :meth:`memstore.namespace.Namespace.similarity`."""
@@ -184,6 +207,31 @@ class GraphReader:
             tx.raise_missing(node_id)  # its current version is above the ceiling
         tx.current(latest)  # raises for a forgotten or redacted memory
         return latest
+
+    def _check(self, verdict: dict[str, object] | None, node_id: int) -> int:
+        """The current version of the memory ``node_id`` is a version of, from the verdict
+        a read sent beside its rows (reads.sql, ``memory``); raises what :meth:`_memory`
+        raises, with the same messages, when the caller cannot see it, or the memory was
+        forgotten or erased."""
+        if verdict is None:
+            self._missing(node_id)
+        latest = int(str(verdict["current"]))
+        if latest != node_id and not verdict["visible"]:
+            self._missing(node_id)  # its current version is above the ceiling
+        if verdict["redacted"]:
+            raise NodeRedactedError(f"node {latest} was redacted", node_id=latest)
+        if verdict["tombstoned"]:
+            raise NodeTombstonedError(f"node {latest} was forgotten", node_id=latest)
+        return latest
+
+    def _missing(self, node_id: int) -> NoReturn:
+        """The error for a node id the caller cannot see (NamespaceTransaction.raise_missing:
+        the same whether it was never used, is another namespace's or above the ceiling)."""
+        raise NodeNotFoundError(
+            f"node {node_id} does not exist in namespace {self.scope.name!r}",
+            namespace=self.scope.name,
+            target_id=node_id,
+        )
 
     @staticmethod
     def _why_no_vector(node: Node) -> str:

@@ -12,15 +12,30 @@ keeps the term counts every recall statement reports (:meth:`Recaller.learn`).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Connection
 
-from memstore.db.transaction import confined, in_one_round_trip
+from memstore.db.transaction import (
+    Statement,
+    in_one_round_trip,
+    known_confined,
+    note_confined,
+    statements_in_one_round_trip,
+)
 from memstore.embedding import cache
 from memstore.errors import InvalidInputError
-from memstore.graph.rows import NamespaceStats, namespace_stats
+from memstore.graph.namespaces import name_check
+from memstore.graph.rows import (
+    STATS_BY_NAME_SQL,
+    STATS_SQL,
+    NamespaceStats,
+    stats_of,
+    stats_params,
+    stats_row,
+)
 from memstore.inputs import validated
 from memstore.models import MISSING_IDS_SHOWN, Hit, Recalled
 from memstore.recall import (
@@ -35,7 +50,8 @@ from memstore.recall import (
 )
 from memstore.recall import hits as recall_hits
 from memstore.recall import plan as recall_plan
-from memstore.services.scope import Scope
+from memstore.recall.terms import CACHED_DF_MIN
+from memstore.services.scope import NO_NAMESPACE, Scope
 
 STATS_TTL = 60.0  # seconds
 
@@ -45,13 +61,38 @@ class Recaller:
 
     def __init__(self, scope: Scope):
         self.scope = scope
-        # (namespace id, sizes, when read): a namespace created since is read again.
-        self.cached_stats: tuple[int, NamespaceStats, float] | None = None
-        self.term_counts = TermCounts()
-        # (namespace, ceiling, the sizes it was counted with) -> what lacks a vector.
-        self.cached_missing: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None = (
-            None
-        )
+
+    # What the store keeps of the namespace (memstore/services/scope.py NamespaceState),
+    # shared by every handle of it.
+
+    @property
+    def cached_stats(self) -> tuple[int, NamespaceStats, float] | None:
+        """(namespace id, sizes, when read), or None before they are read."""
+        return self.scope.state.stats
+
+    @cached_stats.setter
+    def cached_stats(self, value: tuple[int, NamespaceStats, float] | None) -> None:
+        self.scope.state.stats = value
+
+    @property
+    def term_counts(self) -> TermCounts:
+        """The document counts of the namespace's common terms (memstore/recall/terms.py)."""
+        return self.scope.state.term_counts
+
+    @term_counts.setter
+    def term_counts(self, value: TermCounts) -> None:
+        self.scope.state.term_counts = value
+
+    @property
+    def cached_missing(self) -> tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None:
+        """(namespace, ceiling, the sizes it was counted with) -> what lacks a vector."""
+        return self.scope.state.missing
+
+    @cached_missing.setter
+    def cached_missing(
+        self, value: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None
+    ) -> None:
+        self.scope.state.missing = value
 
     def recall(self, query: str | None, **options: Any) -> Recalled:
         """See :meth:`memstore.namespace.Namespace.recall` (``options`` are its keywords)."""
@@ -73,23 +114,15 @@ class Recaller:
             vector = cache.check_vector(given, self.scope.embedder.dims, field="vector")
         else:
             vector = self.vector(spec)
-        self.scope.exists()  # another process may have created it since
+        for _ in range(2):
+            answered = self.recall_rows(spec, vector)
+            if answered is not None:
+                spec, rows = answered
+                break
+            # The kept id no longer had this name: looked up afresh, once.
+        else:
+            rows = []
         missing, shown = self.missing_vectors(spec)
-        if missing and spec.mode == "semantic" and spec.text is not None:
-            # Memories without a vector are found by their text (docs/recall.md).
-            spec = spec.model_copy(update={"mode": "hybrid"})
-        run = self.plan(spec, vector)
-        rows = self.scope.read(
-            lambda engine: in_one_round_trip(
-                engine,
-                self.scope.id,
-                run.statement,
-                run.params,
-                privacy_ceiling=spec.privacy_ceiling,
-                settings=run.settings,
-                prepare=self.scope.settings.prepared_statements,
-            )
-        )
         self.learn(rows)
         return Recalled(
             recall_hits(rows, spec, self.scope.embedder, self.scope.name),
@@ -98,6 +131,66 @@ class Recaller:
             missing_vectors=missing,
             missing_ids=shown,
         )
+
+    def recall_rows(
+        self, spec: RecallQuery, vector: np.ndarray[Any, Any] | None
+    ) -> tuple[RecallQuery, list[dict[str, Any]]] | None:
+        """The recall as run (a semantic one runs hybrid while memories lack vectors) and
+        its statement's rows, in one round trip once the namespace is known and its sizes
+        kept (stale sizes are read again beside the recall, for the next one); None when
+        the namespace's kept id turned out to have another name."""
+        self.meet()
+        self.scope.exists()  # another process may have created it since
+        namespace_id = self.scope.id
+        missing, _ = self.missing_vectors(spec)
+        if missing and spec.mode == "semantic" and spec.text is not None:
+            # Memories without a vector are found by their text (docs/recall.md).
+            spec = spec.model_copy(update={"mode": "hybrid"})
+        run = self.plan(spec, vector)
+        stale = self.stats_due()
+        statements: list[Statement] = [(run.statement, run.params)]
+        if namespace_id:  # the name check, with the sizes when they are due
+            statements.append(
+                self.stats_statement(namespace_id) if stale else name_check(namespace_id)
+            )
+        found = self.scope.read(
+            lambda engine: statements_in_one_round_trip(
+                engine,
+                namespace_id,
+                statements,
+                privacy_ceiling=spec.privacy_ceiling,
+                settings=run.settings,
+                prepare=self.scope.settings.prepared_statements,
+            )
+        )
+        if namespace_id:
+            (row,) = found[1]
+            if not self.scope.still_named(namespace_id, row["name"]):
+                return None
+            if stale:
+                self.keep_stats(namespace_id, row)
+        return spec, found[0]
+
+    def meet(self) -> None:
+        """A namespace the store knows nothing of yet: for a role that row-level security
+        does not confine, its id and its sizes in one round trip (a confined role must
+        declare the id before it may count the rows: :meth:`Scope.exists` looks it up,
+        :meth:`stats` reads the sizes)."""
+        scope = self.scope
+        if scope.state.id is not None or known_confined(scope.engine) is not False:
+            return
+        model, dims = scope.embedder.name, scope.embedder.dims
+        params = {
+            **stats_params(NO_NAMESPACE, model, f"memstore.{cache.index_name(model, dims)}"),
+            "name": scope.name,
+        }
+        # On the primary, as Scope.exists looks up: reads need not wait for a replica.
+        looking = scope.reads.read_on_primary() if scope.reads else nullcontext()
+        with looking:
+            (row,) = in_one_round_trip(scope.engine, NO_NAMESPACE, STATS_BY_NAME_SQL, params)
+        if row["id"] is not None and scope.state.id is None:
+            scope.state.id = int(row["id"])
+            self.keep_stats(scope.state.id, row)
 
     def missing_vectors(self, spec: RecallQuery) -> tuple[int, list[int]]:
         """How many current memories up to the recall's ceiling have no vector for the
@@ -174,6 +267,10 @@ class Recaller:
         grown by a tenth (memstore/recall/terms.py). Never for a role that row-level security
         confines: its counts depend on its privacy ceiling."""
         if not self.term_counts.current_for(stats.documents):
+            if stats.documents < CACHED_DF_MIN:
+                # No term can be common in so few documents: nothing to sample.
+                self.term_counts = TermCounts(stats.documents)
+                return self.term_counts
             if conn is None:
                 with self.scope.reading() as fresh:
                     return self.common_terms(stats, fresh.conn)
@@ -181,21 +278,46 @@ class Recaller:
         return self.term_counts
 
     def stats(self, conn: Connection | None = None) -> NamespaceStats:
-        """Sizes that pick a plan and feed BM25, cached for a minute (read on ``conn``, or a
-        transaction of their own).
+        """Sizes that pick a plan and feed BM25, kept for a minute: read on ``conn`` (a
+        composite read's transaction) once older, else in one round trip of their own
+        when none are kept for the namespace.
 
-        They only steer ranking and plan choice, so slightly stale is fine.
+        They only steer ranking and plan choice, so slightly stale is fine: without
+        ``conn`` (a recall of its own) kept sizes older than a minute still serve, and
+        the recall reads them again beside its statement (:meth:`stats_due`).
         """
-        now = time.monotonic()
         cached = self.cached_stats
-        if cached is None or cached[0] != self.scope.id or now - cached[2] > STATS_TTL:
-            if conn is None:
-                with self.scope.reading() as fresh:
-                    return self.stats(fresh.conn)
-            model, dims = self.scope.embedder.name, self.scope.embedder.dims
-            stats = namespace_stats(conn, self.scope.id, model)._replace(
-                indexed=cache.indexed_vectors(conn, model, dims), confined=confined(conn)
+        namespace_id = self.scope.id
+        if cached is not None and cached[0] == namespace_id:
+            if conn is None or time.monotonic() - cached[2] <= STATS_TTL:
+                return cached[1]
+        statement, params = self.stats_statement(namespace_id)
+        if conn is None:
+            (row,) = self.scope.read(
+                lambda engine: in_one_round_trip(engine, namespace_id, statement, params)
             )
-            self.cached_stats = (self.scope.id, stats, now)
-            return stats
-        return cached[1]
+        else:
+            row = stats_row(conn, (statement, params))
+        return self.keep_stats(namespace_id, row)
+
+    def stats_due(self) -> bool:
+        """Whether the kept sizes are older than :data:`STATS_TTL` (or none are kept)."""
+        cached = self.cached_stats
+        return (
+            cached is None or cached[0] != self.scope.id or time.monotonic() - cached[2] > STATS_TTL
+        )
+
+    def stats_statement(self, namespace_id: int) -> Statement:
+        """The statement of the namespace's sizes and name (memstore.graph.rows.STATS_SQL)."""
+        model, dims = self.scope.embedder.name, self.scope.embedder.dims
+        return STATS_SQL, stats_params(
+            namespace_id, model, f"memstore.{cache.index_name(model, dims)}"
+        )
+
+    def keep_stats(self, namespace_id: int, row: dict[str, Any]) -> NamespaceStats:
+        """Keep the sizes a :meth:`stats_statement` read."""
+        stats = stats_of(row)
+        note_confined(self.scope.engine, stats.confined)
+        if namespace_id == self.scope.id:
+            self.cached_stats = (namespace_id, stats, time.monotonic())
+        return stats

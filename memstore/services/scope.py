@@ -14,7 +14,8 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 from sqlalchemy.engine import Connection, Engine
@@ -23,16 +24,18 @@ from memstore.config import Settings
 from memstore.db.replicas import ReadRouter
 from memstore.db.transaction import (
     PipelinedTransaction,
+    checked_namespace_transaction,
     declare_scope,
-    namespace_transaction,
     pipelined_namespace_transaction,
     transaction,
 )
 from memstore.embedding import cache
 from memstore.embedding.base import Embedder
-from memstore.errors import InvalidInputError
-from memstore.graph.namespaces import find_namespace, open_namespace
+from memstore.errors import DatabaseError, InvalidInputError
+from memstore.graph.namespaces import lookup_namespace, name_check, open_namespace
+from memstore.graph.rows import NamespaceStats
 from memstore.models import PRIVACY_MAX, MemoryInput, check_clean
+from memstore.recall import TermCounts
 from memstore.tx import NamespaceTransaction
 
 NAME_MAX_BYTES = 2048
@@ -88,6 +91,42 @@ def checked_ceiling(value: object, default: int) -> int:
     return value
 
 
+class NamespaceState:
+    """What a store knows of one namespace between requests: its id, its sizes and its
+    common terms' counts. The store keeps these for many more namespaces than it keeps
+    handles (memstore/store.py), and every handle of the namespace shares them, so a
+    tenant met again pays no lookup and no statistics read.
+
+    An id is kept for a name only while the namespace has that name: namespaces are
+    never renamed or removed (their append-only triggers), and the reads that use a
+    kept id carry the namespace's name beside their rows (:meth:`Scope.still_named`):
+    should an owner who bypasses the triggers rename or remove it all the same, those
+    rows are dropped, and the id looked up again.
+    """
+
+    __slots__ = ("id", "missing", "stats", "term_counts")
+
+    def __init__(self) -> None:
+        self.id: int | None = None
+        # (namespace id, sizes, when read: time.monotonic()).
+        self.stats: tuple[int, NamespaceStats, float] | None = None
+        self.term_counts = TermCounts()
+        # (namespace, ceiling, the sizes it was counted with) -> what lacks a vector.
+        self.missing: tuple[tuple[int, int | None, float], tuple[int, list[int]]] | None = None
+
+    def release(self) -> None:
+        """Drop what is big to keep (the common terms' counts, sampled again when a
+        lexical or hybrid recall needs them): the store let the namespace's handle go."""
+        self.term_counts = TermCounts()
+
+    def forget(self) -> None:
+        """Drop everything kept: the next read looks the namespace up again."""
+        self.id = None
+        self.stats = None
+        self.term_counts = TermCounts()
+        self.missing = None
+
+
 class Scope:
     """One namespace of one store: its identity, settings, embedder and transactions."""
 
@@ -99,6 +138,7 @@ class Scope:
         settings: Settings,
         embedder: Embedder,
         reads: ReadRouter | None = None,
+        state: NamespaceState | None = None,
     ):
         self.engine = engine
         # Where reads go when the store has replicas (None: every read on ``engine``).
@@ -106,28 +146,51 @@ class Scope:
         self.name = check_namespace_name(name)
         self.embedder = embedder
         self.settings = settings
-        # The id once the namespace exists (None before its first write commits);
-        # the thread running that first write sees the new id in _creating.
-        self._id: int | None = None
+        # The id once the namespace exists (None before its first write commits), with
+        # what else the store keeps of it; the thread running that first write sees the
+        # new id in _creating.
+        self.state = state if state is not None else NamespaceState()
         self._creating = threading.local()
+        self._looked = False  # whether this handle has looked its namespace up
 
     @property
     def id(self) -> int:
         """The namespace's id; 0 while nobody has written to it (reads then find nothing)."""
-        if self._id is not None:
-            return self._id
+        known = self.state.id
+        if known is not None:
+            return known
         pending: int | None = getattr(self._creating, "id", None)
-        return NO_NAMESPACE if pending is None else pending
+        if pending is not None:
+            return pending
+        if not self._looked:  # looked up when first needed, not when the handle is made
+            self.exists()
+            if self.state.id is not None:
+                return self.state.id
+        return NO_NAMESPACE
 
     def exists(self) -> bool:
         """Whether the namespace has been created (by a first successful write); looking
-        never creates it."""
-        if self._id is None:
+        never creates it. One round trip the first time, none once found."""
+        if self.state.id is None:
             # A lookup on the primary, not a write: reads need not wait for a replica.
             looking = self.reads.read_on_primary() if self.reads else nullcontext()
-            with looking, transaction(self.engine) as conn:
-                self._id = find_namespace(conn, self.name)
-        return self._id is not None
+            with looking:
+                found = lookup_namespace(self.engine, self.name)
+            if self.state.id is None:
+                self.state.id = found
+            self._looked = True
+        return self.state.id is not None
+
+    def still_named(self, namespace_id: int, name: object) -> bool:
+        """Whether the namespace ``namespace_id`` was still called by this scope's name, as
+        a read's name check (memstore.graph.namespaces.NAME_SQL) answered beside its rows.
+        When it was not, the kept id and everything kept with it are dropped: the caller
+        discards the rows and reads again, by a fresh lookup."""
+        if namespace_id == NO_NAMESPACE or name == self.name:
+            return True
+        if self.state.id == namespace_id:
+            self.state.forget()
+        return False
 
     def ceiling(self, privacy_ceiling: object) -> int:
         """The ceiling of a call: its own (checked), else the store's default."""
@@ -150,7 +213,7 @@ class Scope:
                 yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
             finally:
                 self._creating.id = None
-        self._id = created  # committed: every thread may use it now
+        self.state.id = created  # committed: every thread may use it now
 
     @contextmanager
     def reading(self, *, privacy_ceiling: int | None = None) -> Iterator[NamespaceTransaction]:
@@ -160,11 +223,16 @@ class Scope:
             with self.connection(privacy_ceiling=ceiling) as conn:
                 yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
             return
-        self.exists()  # another process may have created it since
-        with self.reads.reading(
-            lambda engine: namespace_transaction(engine, self.id, privacy_ceiling=ceiling)
-        ) as conn:
-            yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+        reads = self.reads
+        for _ in range(2):
+            self.exists()  # another process may have created it since
+            namespace_id = self.id
+            opened = partial(self._scoped, namespace_id=namespace_id, ceiling=ceiling)
+            with reads.reading(opened) as conn:
+                if conn is not None:
+                    yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+                    return
+        self._renamed()
 
     def read(self, statement: Callable[[Engine], T]) -> T:
         """``statement(engine)`` on the engine reads go to: a replica when the store has one
@@ -193,11 +261,38 @@ class Scope:
     @contextmanager
     def connection(self, *, privacy_ceiling: int | None = None) -> Iterator[Connection]:
         """See :meth:`memstore.namespace.Namespace.connection`: one transaction whose first
-        statement declares the namespace and the ceiling (``SET LOCAL``)."""
+        statement declares the namespace and the ceiling (``SET LOCAL``). Its opening is one
+        round trip, and checks that the namespace's kept id still has this name."""
         ceiling = self.ceiling(privacy_ceiling)
-        self.exists()  # another process may have created it since
-        with namespace_transaction(self.engine, self.id, privacy_ceiling=ceiling) as conn:
-            yield conn
+        for _ in range(2):
+            self.exists()  # another process may have created it since
+            with self._scoped(self.engine, namespace_id=self.id, ceiling=ceiling) as conn:
+                if conn is not None:
+                    yield conn
+                    return
+        self._renamed()
+
+    @contextmanager
+    def _scoped(
+        self, engine: Engine, *, namespace_id: int, ceiling: int
+    ) -> Iterator[Connection | None]:
+        """A transaction scoped to ``namespace_id``, opened with the name check in the same
+        round trip; None (the transaction ended, the kept id dropped) when that id no longer
+        has this scope's name (:meth:`still_named`)."""
+        check = None if namespace_id == NO_NAMESPACE else name_check(namespace_id)
+        with checked_namespace_transaction(
+            engine, namespace_id, privacy_ceiling=ceiling, check=check
+        ) as (conn, rows):
+            named = rows[0]["name"] if rows else None
+            yield conn if check is None or self.still_named(namespace_id, named) else None
+
+    def _renamed(self) -> NoReturn:
+        """Raised when a namespace's name moved twice while it was being opened: only an
+        owner who bypasses the namespaces' append-only rule can do that."""
+        raise DatabaseError(
+            f"the namespace {self.name!r} changed while it was being opened"
+            " (namespaces are never renamed: was their append-only rule bypassed?)"
+        )
 
     def vectors(self, items: list[MemoryInput], texts: list[str]) -> np.ndarray[Any, Any]:
         """Given vectors where items carry one; the embedder's for the rest."""
