@@ -52,8 +52,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two pytest-xdist workers, each with its own embedded server (tests/conftest.py);
+# one process against an outside server (MEMSTORE_TEST_DATABASE_URL), whose roles
+# the workers would share. PYTEST_WORKERS="-n 0" runs the suite in one process.
+PYTEST_WORKERS ?= $(if $(MEMSTORE_TEST_DATABASE_URL),-n 0,-n 2 --dist loadfile)
+
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_WORKERS)
 
 $(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
 	$(PYTHON) -m venv $(BENCH_VENV)

@@ -8,6 +8,12 @@ Where the server comes from, in order:
 The schema is migrated once into a template database; each test module gets
 its own database cloned from it (``CREATE DATABASE … TEMPLATE``), so modules
 never see each other's rows and nothing is ever cleaned with DELETE.
+
+``make test`` runs two pytest-xdist workers, a test file whole on one worker
+(``--dist loadfile``: a module's fixtures are made once). Each worker is a session of
+its own: its own embedded server (or container) and template, and its own statement
+capture, which the controller merges (tests/statements.py). An outside server
+(``MEMSTORE_TEST_DATABASE_URL``) is shared, so it runs with ``-n 0``.
 """
 
 from __future__ import annotations
@@ -81,16 +87,40 @@ def server_url() -> Iterator[str]:
         from testcontainers.community.postgres import PostgresContainer
 
         with PostgresContainer(PGVECTOR_IMAGE, driver=None) as container:
-            yield _reachable(container.get_connection_url(), f"testcontainers {PGVECTOR_IMAGE}")
+            url = _reachable(container.get_connection_url(), f"testcontainers {PGVECTOR_IMAGE}")
+            yield _thrown_away(url)
         return
     from memstore.db.embedded import _pgserver
 
     with tempfile.TemporaryDirectory(prefix="memstore-test-") as tmp:
         server = _pgserver().get_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
-            yield _reachable(server.get_uri(), "the embedded server")
+            yield _thrown_away(_reachable(server.get_uri(), "the embedded server"))
         finally:
             server.cleanup()
+
+
+def _thrown_away(url: str) -> str:
+    """Settings for a server the session starts and deletes (never an outside one).
+
+    No fsync, as tests/servers.py's servers: surviving a crash of the machine is not
+    what a test checks (a killed PostgreSQL still loses no commit; the crash tests kill
+    servers of their own), and each DROP DATABASE's checkpoint and each commit's flush
+    cost seconds on a busy disk.
+    """
+    with _admin(url) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("ALTER SYSTEM SET full_page_writes = off")
+        conn.execute("SELECT pg_reload_conf()")
+    return url
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workers = getattr(config.option, "numprocesses", None)
+    if isinstance(workers, int) and workers > 1 and os.environ.get(TEST_URL_ENV):
+        # Each pytest-xdist worker starts a server of its own; an outside server would be
+        # shared, and its roles (which tests alter and restore) are the whole server's.
+        raise pytest.UsageError(f"{TEST_URL_ENV} names one server: run it with -n 0")
 
 
 def _reachable(url: str, source: str) -> str:
@@ -117,6 +147,8 @@ def _create_database(server_url: str, name: str, template: str | None = None) ->
 
 
 def _drop_database(server_url: str, name: str) -> None:
+    if not os.environ.get(TEST_URL_ENV):
+        return  # the session's own server is deleted whole at its end
     with _admin(server_url) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
@@ -334,13 +366,15 @@ def ns(store: MemoryStore) -> Namespace:
 
 def row_counts(url: str) -> dict[str, int]:
     """Rows in every memstore table: the store is "unchanged" when these are."""
+    names = [table.name for table in metadata.sorted_tables]
+    # One statement, one round trip: many tests count before and after.
+    counts = sql.SQL(", ").join(
+        sql.SQL("(SELECT count(*) FROM memstore.{})").format(sql.Identifier(name)) for name in names
+    )
     with psycopg.connect(url) as conn:
-        return {
-            table.name: conn.execute(
-                sql.SQL("SELECT count(*) FROM memstore.{}").format(sql.Identifier(table.name))
-            ).fetchone()[0]  # type: ignore[index]
-            for table in metadata.sorted_tables
-        }
+        row = conn.execute(sql.SQL("SELECT {}").format(counts)).fetchone()
+    assert row is not None
+    return dict(zip(names, row, strict=True))
 
 
 # --- acting as memstore's roles (docs/security.md) ------------------------------------
@@ -406,6 +440,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from tests import statements
 
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: the controller checks the union
+        workeroutput["memstore_statements"] = statements.CAPTURE.export()
+        return
     found = statements.CAPTURE.violations()
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and statements.CAPTURE.sent:
@@ -420,3 +458,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for line in found:
                 reporter.write_line(f"  {line}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """A pytest-xdist worker finished: add the statements it captured."""
+    from tests import statements
+
+    exported = getattr(node, "workeroutput", {}).get("memstore_statements")
+    if exported is not None:
+        statements.CAPTURE.merge(exported)

@@ -29,7 +29,13 @@ the same verbs, which the in-process tests drive).
 At the end of the session the distinct statements are checked with
 :func:`tests.citus.violations`; a violation fails the session, naming the statement
 and the module that sent it. ``MEMSTORE_TEST_STATEMENTS=off`` turns the capture off
-(for profiling a test, never in CI).
+(for profiling a test, never in CI). Under pytest-xdist each worker captures its own
+statements and hands them to the controller (:meth:`Capture.export`, :meth:`Capture.merge`),
+which checks the union once.
+
+Recording is on the path of every statement, so it does no more than walk the stack
+to the first frame outside the plumbing; which file is plumbing, the package's or
+someone else's is decided once per file (:func:`_classify`) and remembered.
 """
 
 from __future__ import annotations
@@ -106,16 +112,24 @@ class Capture:
         frame = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not any(part in filename for part in _PLUMBING):
-                path = Path(filename)
-                if not path.is_relative_to(PACKAGE):
-                    return None
-                relative = path.relative_to(PACKAGE).as_posix()
-                if relative.startswith(OPERATOR_MODULES):
-                    return None
-                return f"memstore/{relative}:{frame.f_lineno}"
+            try:
+                owner = _OWNERS[filename]
+            except KeyError:
+                owner = _OWNERS[filename] = _classify(filename)
+            if owner is not _PLUMBING_FILE:
+                return None if owner is None else f"{owner}:{frame.f_lineno}"
             frame = frame.f_back  # type: ignore[assignment]
         return None
+
+    def export(self) -> dict[str, Any]:
+        """What a pytest-xdist worker hands to the controller at the end of its session."""
+        return {"sent": dict(self.sent), "count": self.count}
+
+    def merge(self, exported: dict[str, Any]) -> None:
+        """Add a worker's :meth:`export` (on the controller)."""
+        self.count += exported["count"]
+        for text, where in exported["sent"].items():
+            self.sent.setdefault(text, where)
 
     def violations(self) -> list[str]:
         """Each statement breaking the rules, with the module that sent it."""
@@ -123,6 +137,23 @@ class Capture:
         for text, where in sorted(self.sent.items(), key=lambda item: item[1]):
             found.extend(str(v) for v in violations(text, where))
         return found
+
+
+# A file's owner: the plumbing, a package module (``memstore/…``) or None (anyone else).
+_PLUMBING_FILE = "plumbing"
+_OWNERS: dict[str, str | None] = {}
+
+
+def _classify(filename: str) -> str | None:
+    if any(part in filename for part in _PLUMBING):
+        return _PLUMBING_FILE
+    path = Path(filename)
+    if not path.is_relative_to(PACKAGE):
+        return None
+    relative = path.relative_to(PACKAGE).as_posix()
+    if relative.startswith(OPERATOR_MODULES):
+        return None
+    return f"memstore/{relative}"
 
 
 CAPTURE = Capture()
