@@ -2,8 +2,9 @@
 statements and round trips per call, and EXPLAIN ANALYZE's planning against execution.
 
 One conversation's namespace from a ``locomo.py --timeline --data-dir DIR`` database
-(~600 turns, hashing embedder), its questions asked in turn by each call below,
-the calls rotating question by question (same load, same caches):
+(~600 turns; the hashing embedder, or MiniLM with ``--embedder neural``), its questions
+asked in turn by each call below, the calls rotating question by question (same load,
+same caches):
 
 - ``ns.recall(q, k=10)`` (default: graph and scope evidence), the same with
   ``neighbour_share=0`` (plain hybrid), ``mode="semantic"``;
@@ -47,7 +48,6 @@ from memstore.db.transaction import (
     pipelined_namespace_transaction,
     set_local,
 )
-from memstore.embedding import HashingEmbedder
 from memstore.recall import RecallQuery
 
 COUNTS: Counter[str] = Counter()
@@ -123,6 +123,9 @@ def main() -> int:
     parser.add_argument("--conversation", default="conv-48")
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--embedder", default="hashing", help="hashing or neural (MiniLM, the neural extra)"
+    )
     args = parser.parse_args()
     count_statements()
     conversation = {c.sample_id: c for c in locomo.load(locomo.DATA)}[args.conversation]
@@ -130,7 +133,7 @@ def main() -> int:
     uptime = os.popen("uptime").read().strip()
     print(f"{conversation.sample_id}: {len(conversation.turns)} turns, {len(questions)} questions")
     print(f"uptime: {uptime}", flush=True)
-    embedder = HashingEmbedder()
+    embedder = locomo.make_embedder(args.embedder)
     settings = Settings(data_dir=args.data_dir)
     pid_file = args.data_dir / "pg" / "postmaster.pid"
     with MemoryStore.open(settings=settings, embedder=embedder, auto_upgrade=True) as store:
