@@ -72,7 +72,7 @@ $(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/suite.py --sizes $(BENCH_SIZES) \
 		--embedders $(BENCH_EMBEDDERS) $(BENCH_ARGS) \
-		--command "make bench BENCH_SIZES=$(BENCH_SIZES) BENCH_EMBEDDERS=$(BENCH_EMBEDDERS) $(BENCH_ARGS)"
+		--command "make bench BENCH_SIZES=$(BENCH_SIZES) BENCH_EMBEDDERS=$(BENCH_EMBEDDERS)$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')"
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache dist build
