@@ -186,7 +186,9 @@ def main() -> None:
         data_dir=tempfile.mkdtemp(prefix="memstore-bench-mcp-db-"), embedder=args.embedder
     )
     embedder = HashingEmbedder() if args.embedder == "hashing" else None
-    with MemoryStore.open(args.database_url, settings=settings, embedder=embedder) as store:
+    with MemoryStore.open(
+        args.database_url, settings=settings, embedder=embedder, auto_upgrade=True
+    ) as store:
         report = anyio.run(measure, args, store)
     print(
         f"{report['memories']} memories, {report['queries']} queries, k=10 hybrid,"

@@ -205,7 +205,9 @@ def paired(store: MemoryStore, base: str, key: str, queries: list[str]) -> dict[
 def run_http(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     rng = random.Random(args.seed)
     embedder = choose_embedder(args.embedder)
-    with MemoryStore.open(args.database_url, settings=settings, embedder=embedder) as store:
+    with MemoryStore.open(
+        args.database_url, settings=settings, embedder=embedder, auto_upgrade=True
+    ) as store:
         ns = store.namespace(NAMESPACE)
         if not ns.exists():
             started = time.perf_counter()

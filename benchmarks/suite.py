@@ -202,6 +202,13 @@ def run(args: argparse.Namespace) -> None:
         "machine": machine(),
         "timings_s": {},
     }
+    earlier = results / "meta.json"
+    if set(args.part_list) != set(PARTS) and earlier.exists():
+        # Some parts again (--parts) into a finished run's results: the page is still
+        # that run's, with these parts' new timings and their re-run noted.
+        rerun = {"command": args.command, "parts": args.part_list, "started": meta["started"]}
+        meta = json.loads(earlier.read_text())
+        meta["reruns"] = [*meta.get("reruns", []), rerun]
     with server(args.database_url, args.data_dir) as (url, description):
         meta["server"] = {"description": description, **server_facts(url)}
         # Smallest size first, then LoCoMo, then the larger sizes: a run cut short
@@ -230,8 +237,8 @@ def run(args: argparse.Namespace) -> None:
                 drop_database(url, "memstore_bench_locomo")
             meta["timings_s"][name] = took
             log(f"{name}: {'done' if done.returncode == 0 else 'FAILED'} in {took:.0f} s")
-            if done.returncode != 0:
-                meta.setdefault("failed", []).append(name)
+            failed = [n for n in meta.get("failed", []) if n != name]
+            meta["failed"] = [*failed, name] if done.returncode != 0 else failed
             meta["finished"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
             meta["machine"]["load_average_end"] = list(os.getloadavg())
             (results / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
