@@ -14,15 +14,8 @@ import re
 from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
-MONTHS = {
-    name: number
-    for number, name in enumerate(
-        (
-            "january february march april may june july august september october november december"
-        ).split(),
-        start=1,
-    )
-}
+_NAMES = "january february march april may june july august september october november december"
+MONTHS = {name: number for number, name in enumerate(_NAMES.split(), start=1)}
 _MONTH = "|".join(MONTHS)
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 # "October 13, 2023", "May 23 2023"
