@@ -490,16 +490,21 @@ def activation_sum_label(run: ActivationRun, share: float) -> str:
     return f"activate {run.label} + {share:g}·Σ nbrs (bench)"
 
 
-def score_ranking(q: Question, ranked: list[str], scores: Scores) -> None:
+def score_ranking(
+    q: Question, ranked: list[str], scores: Scores, deeper: list[str] | None = None
+) -> None:
+    """Score a ranking; ``deeper`` (if given) is the ranking asked with k = 20, from which
+    recall@20 (and the curve beyond 10) is taken."""
     gold_sessions = {session_of(g) for g in q.gold}
     for k in KS:
-        top = ranked[:k]
+        top = (deeper if deeper is not None and k > 10 else ranked)[:k]
         scores.turn[k].append(len(q.gold & set(top)) / len(q.gold))
         sessions = {session_of(d) for d in top}
         scores.session[k].append(len(gold_sessions & sessions) / len(gold_sessions))
     scores.by_category[q.category].append(len(q.gold & set(ranked[:10])) / len(q.gold))
     for k in CURVE:
-        scores.curve[k].append(len(q.gold & set(ranked[:k])) / len(q.gold))
+        top = (deeper if deeper is not None and k > 10 else ranked)[:k]
+        scores.curve[k].append(len(q.gold & set(top)) / len(q.gold))
 
 
 def configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -696,12 +701,26 @@ TIMED = (
 
 def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
     """Rankings of one recall statement's rows (see :func:`rerank`)."""
-    off = {"scope_share": 0.0, "speaker_share": 0.0}
+    off = {"scope_share": 0.0, "speaker_share": 0.0, "date_share": 0.0}
+    second = {"date_share": 0.0, "semantic_factor": 1.0}
     configs: list[tuple[str, dict[str, Any]]] = [
         ("hybrid alone", {"neighbour_share": 0.0}),
-        ("default (λ=0.5, σ=0.3, speaker 0.5)", {}),
-        ("first pass (λ=0.5, σ=0.3)", {"speaker_share": 0.0}),
+        ("default (λ=0.5, σ=0.3, speaker 0.5, date 0.3, w×0.6)", {}),
+        ("first pass (λ=0.5, σ=0.3)", {"speaker_share": 0.0, **second}),
+        ("second pass (+ speaker 0.5)", second),
+        ("second pass + date 0.3", {"semantic_factor": 1.0}),
+        ("second pass + w×0.6", {"date_share": 0.0}),
+        (
+            "hybrid + date 0.3 alone",
+            {"neighbour_share": 1e-9, **off, "date_share": 0.3, "semantic_factor": 1.0},
+        ),
+        ("hybrid + w×0.6 alone", {"neighbour_share": 1e-9, **off}),
     ]
+    if sweep:
+        configs += [
+            (f"default, date {d:g}", {"date_share": d}) for d in (0.1, 0.2, 0.5) if d != 0.3
+        ]
+        configs += [(f"default, w×{f:g}", {"semantic_factor": f}) for f in (0.5, 0.7)]
     shares = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0) if sweep else (0.3, 0.5)
     configs += [(f"hybrid + neighbours λ={s:g}", {"neighbour_share": s, **off}) for s in shares]
     # Scope (session) evidence, ranking.SCOPE_SHARE: alone (λ tiny, so only the
@@ -731,14 +750,14 @@ def timeline_configurations(sweep: bool) -> list[tuple[str, dict[str, Any]]]:
     return configs
 
 
-def statement_rows(ns: Any, text: str) -> tuple[list[dict[str, Any]], Embedder]:
-    """The rows of the default recall statement for ``text`` (k = 20), as ``ns.recall``
+def statement_rows(ns: Any, text: str, k: int = max(KS)) -> tuple[list[dict[str, Any]], Embedder]:
+    """The rows of the default recall statement for ``text`` (``k`` hits), as ``ns.recall``
     runs it, for :func:`rerank` (benchmark-side: reaches into the namespace's recaller)."""
     from memstore.db.transaction import in_one_round_trip
     from memstore.recall import RecallQuery
 
     recaller = ns._recall
-    spec = RecallQuery(text=text, k=max(KS))
+    spec = RecallQuery(text=text, k=k)
     run = recaller.plan(spec, recaller.vector(spec))
     rows = in_one_round_trip(
         recaller.scope.engine, recaller.scope.id, run.statement, run.params, settings=run.settings
@@ -747,22 +766,30 @@ def statement_rows(ns: Any, text: str) -> tuple[list[dict[str, Any]], Embedder]:
 
 
 def rerank(
-    rows: list[dict[str, Any]], text: str, embedder: Embedder, args: dict[str, Any]
+    rows: list[dict[str, Any]],
+    text: str,
+    embedder: Embedder,
+    args: dict[str, Any],
+    k: int = max(KS),
 ) -> list[int]:
-    """Node ids ranked from a statement's rows with ``args`` (``scope_share`` and
-    ``speaker_share`` set ranking.SCOPE_SHARE and ranking.SPEAKER_SHARE for the call),
-    as memstore's ranking does."""
+    """Node ids ranked from a statement's rows with ``args`` (``scope_share``,
+    ``speaker_share``, ``date_share`` and ``semantic_factor`` set ranking.SCOPE_SHARE,
+    SPEAKER_SHARE, DATE_SHARE and GRAPH_SEMANTIC_FACTOR for the call), as memstore's
+    ranking does; ``k`` hits."""
     from memstore.recall import RecallQuery, ranking
 
     args = dict(args)
-    defaults = ranking.SCOPE_SHARE, ranking.SPEAKER_SHARE
-    ranking.SCOPE_SHARE = args.pop("scope_share", defaults[0])
-    ranking.SPEAKER_SHARE = args.pop("speaker_share", defaults[1])
+    names = ("SCOPE_SHARE", "SPEAKER_SHARE", "DATE_SHARE", "GRAPH_SEMANTIC_FACTOR")
+    keys = ("scope_share", "speaker_share", "date_share", "semantic_factor")
+    defaults = [getattr(ranking, name) for name in names]
+    for name, key, default in zip(names, keys, defaults, strict=True):
+        setattr(ranking, name, args.pop(key, default))
     try:
-        spec = RecallQuery(text=text, k=max(KS), **args)
+        spec = RecallQuery(text=text, k=k, **args)
         return [r.row["id"] for r in ranking.ranked(rows, spec, embedder)]
     finally:
-        ranking.SCOPE_SHARE, ranking.SPEAKER_SHARE = defaults
+        for name, default in zip(names, defaults, strict=True):
+            setattr(ranking, name, default)
 
 
 def packet_recall(
@@ -823,11 +850,15 @@ def timeline_benchmark(
             break
         print(f"  re-ranking {conversation.sample_id}", flush=True)
         for q in conversation.questions:
-            rows, embedder = statement_rows(ns, q.text)
+            # R@5 and R@10 from the statement of ns.recall(q, k=10) (its pool and
+            # expanded seeds), R@20 from that of k=20, as a user would ask.
+            rows, embedder = statement_rows(ns, q.text, 10)
+            deeper, _ = statement_rows(ns, q.text, 20)
             for label, args in configs:
-                ranking = ranked_turns(rerank(rows, q.text, embedder, args), dia_ids)
+                ranking = ranked_turns(rerank(rows, q.text, embedder, args, 10), dia_ids)
+                at_20 = ranked_turns(rerank(deeper, q.text, embedder, args, 20), dia_ids)
                 for part in parts_of(index):
-                    score_ranking(q, ranking, by_config[label][part])
+                    score_ranking(q, ranking, by_config[label][part], at_20)
     for label, args in configs:
         for part, part_scores in by_config[label].items():
             part_scores.latencies.append(0.0)

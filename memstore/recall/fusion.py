@@ -105,3 +105,14 @@ def with_speaker(
         return dict(scores)
     lift = share * max(scores.values())
     return {i: v + lift if i in named else v for i, v in scores.items()}
+
+
+def with_date(
+    scores: Mapping[int, float], dated: Collection[int], share: float
+) -> dict[int, float]:
+    """Date evidence: the nodes in ``dated`` (observed in a period the query names) gain
+    ``share`` × the best score in ``scores``; the others keep theirs."""
+    if not dated or not scores:
+        return dict(scores)
+    lift = share * max(scores.values())
+    return {i: v + lift if i in dated else v for i, v in scores.items()}

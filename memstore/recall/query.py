@@ -14,13 +14,17 @@ TierName = Annotated[str, Field(min_length=1, max_length=200)]
 Fusion = Literal["weighted", "rrf"]
 # Share of the similarity signal in weighted fusion when the embedder does not
 # say (an embedder may carry a ``semantic_weight`` attribute: a weak one should
-# lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmark-notes.md).
+# lean on full text). Calibrated on LoCoMo with MiniLM (docs/benchmark-notes.md)
+# for plain fused recall; under graph evidence ranking.GRAPH_SEMANTIC_FACTOR
+# scales whichever weight applies (MiniLM 0.5 -> 0.3).
 DEFAULT_SEMANTIC_WEIGHT = 0.5
 # Share of graph evidence in hybrid recall: a candidate's fused score gains this
 # share of its neighbours' fused scores, each times the edge's weight
 # (memstore/recall/ranking.py). Chosen on LoCoMo conversations 0-4 through the
 # timeline, hashing embedder, among 0.1-1.0 (docs/benchmark-notes.md, "LoCoMo:
-# graph-aware default recall (issue 22)").
+# graph-aware default recall (issue 22)"); checked again with both embedders
+# beside speaker and date evidence (0.3 and 0.7 no better on the tuning half,
+# "third pass").
 DEFAULT_NEIGHBOUR_SHARE = 0.5
 
 

@@ -11,6 +11,7 @@ from memstore.embedding.base import Embedder
 from memstore.graph.rows import to_node
 from memstore.models import Hit, ScoreParts
 from memstore.recall import fusion
+from memstore.recall.dates import named_periods
 from memstore.recall.injection import memory_signals
 from memstore.recall.query import DEFAULT_SEMANTIC_WEIGHT, RecallQuery
 
@@ -26,6 +27,19 @@ SCOPE_SHARE = 0.3
 # said outrank the ones that only answer her. Chosen on LoCoMo conversations 0-4
 # among 0.05-0.8 (docs/benchmark-notes.md, "second pass").
 SPEAKER_SHARE = 0.5
+# Date evidence (also off with neighbour_share=0): when the question names a
+# calendar day or month ("on 3 June, 2023", "in July"; memstore/recall/dates.py),
+# the memories observed then (or up to a week after) gain this share of the best
+# score so far. Chosen on LoCoMo conversations 0-4 among 0.1-0.5 (0.3 and 0.5
+# within 0.003 of each other; docs/benchmark-notes.md, "third pass").
+DATE_SHARE = 0.3
+# With that evidence, the similarity signal's share of the fused score is this
+# factor of the embedder's (MiniLM 0.5 -> 0.3, hashing 0.2 -> 0.12): neighbour
+# and scope evidence sum fused scores over several memories, and similarity,
+# flat over a conversation's turns, adds to every sum alike where full text
+# picks out the few that share the question's rare words. Chosen on LoCoMo
+# conversations 0-4 among 0.5-1.0 (docs/benchmark-notes.md, "third pass").
+GRAPH_SEMANTIC_FACTOR = 0.6
 
 
 class Ranked(NamedTuple):
@@ -49,6 +63,8 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
     signals = {i: (r["similarity"], float(r["lexical"] or 0.0)) for i, r in found.items()}
     # The candidates a signal found; the others are neighbours graph evidence added.
     seeds = {i for i, r in found.items() if r["semantic_rank"] or r["lexical_rank"]}
+    edges = neighbour_edges(rows)
+    scopes = {i: r["scope"] for i, r in found.items() if r["scope"] is not None}
     if q.mode == "semantic":
         scores = {r["id"]: float(r["similarity"]) for r in semantic}
     elif q.mode == "lexical":
@@ -59,18 +75,24 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
         weight = q.semantic_weight
         if weight is None:
             weight = float(getattr(embedder, "semantic_weight", DEFAULT_SEMANTIC_WEIGHT))
+            if q.graph_evidence > 0 and (edges or scopes):
+                # Only where there is something to sum: an unlinked namespace of
+                # unscoped memories ranks as plain recall does.
+                weight *= GRAPH_SEMANTIC_FACTOR
         scores = fusion.weighted(signals, weight, seeds)
-    edges = neighbour_edges(rows)
     if q.graph_evidence > 0 and (edges or SCOPE_SHARE > 0):
         base = scores
         scores = fusion.with_neighbours(base, edges, q.graph_evidence)
         if SCOPE_SHARE > 0:
-            scopes = {i: r["scope"] for i, r in found.items() if r["scope"] is not None}
             scores = fusion.with_scope(scores, base, scopes, SCOPE_SHARE)
         if SPEAKER_SHARE > 0 and q.text is not None:
             named = named_actors(q.text, (r["actor"] for r in found.values()))
             actors = {i: r["actor"] for i, r in found.items() if r["actor"] in named}
             scores = fusion.with_speaker(scores, actors, SPEAKER_SHARE)
+        if DATE_SHARE > 0 and q.text is not None:
+            periods = named_periods(q.text)
+            dated = {i for i, r in found.items() if any(p.holds(r["observed_at"]) for p in periods)}
+            scores = fusion.with_date(scores, dated, DATE_SHARE)
     else:
         scores = {i: v for i, v in scores.items() if i in seeds}
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.

@@ -62,7 +62,8 @@ def test_neighbour_evidence_lifts_the_turn_after_the_match(ns, turns):
 
 
 def test_graph_evidence_adds_the_share_of_the_neighbours_scores(ns, turns, monkeypatch):
-    monkeypatch.setattr(ranking, "SCOPE_SHARE", 0.0)  # the neighbour term alone
+    monkeypatch.setattr(ranking, "SCOPE_SHARE", 0.0)  # the neighbour term alone...
+    monkeypatch.setattr(ranking, "GRAPH_SEMANTIC_FACTOR", 1.0)  # ...over plain fused scores
     edge_weight = 0.8  # memstore.tiers.timeline.NEXT_WEIGHT
     plain = {hit.node.id: hit.score for hit in ns.recall(QUESTION, k=10, neighbour_share=0)}
     graph = {hit.node.id: hit.score for hit in ns.recall(QUESTION, k=10, neighbour_share=0.4)}
@@ -181,6 +182,7 @@ def garden(ns):
 
 
 def test_speaker_evidence_lifts_the_named_speakers_turn(ns, monkeypatch):
+    monkeypatch.setattr(ranking, "GRAPH_SEMANTIC_FACTOR", 1.0)  # plain fused scores beneath
     caroline, melanie, *_ = garden(ns)
     plain = ns.recall(GARDEN_QUESTION, k=2, neighbour_share=0)
     assert [hit.node.id for hit in plain] == [caroline.id, melanie.id]
@@ -199,3 +201,31 @@ def test_speaker_evidence_needs_the_whole_name(ns):
         assert [hit.node.id for hit in ns.recall(question, k=2)] == plain
     assert ranking.named_actors("MELANIE's garden", ["Melanie", "Caroline"]) == {"Melanie"}
     assert ranking.named_actors("Melanies garden", ["Melanie"]) == set()
+
+
+# Date evidence (ranking.DATE_SHARE, memstore/recall/dates.py): the question names
+# the day of the first session, whose turn matches its words a little less well
+# than a later session's (both sessions alike otherwise); the turns' observed_at
+# (the timeline's `at`) says when each was said.
+DINNERS = [
+    ("s1", datetime(2023, 5, 3, 19, 0, tzinfo=UTC), "Maria", "We had dinner with my aunt."),
+    ("s1", datetime(2023, 5, 3, 19, 1, tzinfo=UTC), "John", "Sounds like a lovely evening."),
+    ("s2", datetime(2023, 6, 10, 12, 0, tzinfo=UTC), "Maria", "We had dinner with my mum."),
+    ("s2", datetime(2023, 6, 10, 12, 1, tzinfo=UTC), "John", "The pier is nice in June."),
+]
+DINNER_QUESTION = "Who did Maria have dinner with on May 3, 2023?"
+
+
+def test_date_evidence_lifts_the_turns_of_the_named_day(ns, monkeypatch):
+    said = [ns.timeline.ingest_turn(role, text, s, at=at) for s, at, role, text in DINNERS]
+    first, later = said[0].id, said[2].id
+    plain = [hit.node.id for hit in ns.recall(DINNER_QUESTION, k=2, neighbour_share=0)]
+    assert plain[0] == later
+    hits = ns.recall(DINNER_QUESTION, k=2)
+    assert hits[0].node.id == first
+    monkeypatch.setattr(ranking, "DATE_SHARE", 0.0)  # without it, the later dinner first
+    assert ns.recall(DINNER_QUESTION, k=2)[0].node.id == later
+    monkeypatch.undo()
+    # A question naming no date, or another day, moves nothing towards the first.
+    for question in ("Who did Maria have dinner with?", "Who came to dinner on 9 May 2023?"):
+        assert ns.recall(question, k=1)[0].node.id == later
