@@ -201,10 +201,18 @@ class Scope:
         """See :meth:`memstore.namespace.Namespace.transaction`: creates the namespace in
         the transaction when it does not exist yet."""
         ceiling = self.ceiling(privacy_ceiling)
-        if self.exists():
-            with self.connection(privacy_ceiling=ceiling) as conn:
-                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
-            return
+        for _ in range(2):
+            if not self.exists():
+                break
+            with self._scoped(self.engine, namespace_id=self.id, ceiling=ceiling) as conn:
+                if conn is not None:
+                    yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+                    return
+            # The kept id lost its name (an owner renamed or removed the namespace past
+            # its append-only guard): look the name up again; nobody has it, create it,
+            # as for a name never written to. Never write under namespace id 0.
+        else:
+            self._renamed()
         with transaction(self.engine) as conn:
             created = open_namespace(conn, self.name, self.embedder)
             declare_scope(conn, created, ceiling)
