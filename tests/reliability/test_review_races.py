@@ -153,3 +153,39 @@ def test_a_store_of_the_same_database_sees_the_decision(database_url):
             )
         )
         assert len(wins) == 1
+
+
+def test_erasures_of_memories_sharing_a_session_and_a_log_row_race_cleanly(store, database_url):
+    """Two erasures at once whose memories share what an erasure rewrites beyond
+    them: one activation session, the one log row of the batch that wrote both, and
+    a pending proposal that names both."""
+    for _ in range(4):
+        ns = store.namespace(f"race-{uuid.uuid4().hex[:8]}")
+        batch = ns.apply(
+            [
+                {"op": "remember", "content": f"{SECRET} alpha harbour"},
+                {"op": "remember", "content": f"{SECRET} beta harbour"},
+            ],
+            phase="wake",
+            actor="agent",
+        )
+        one, two = (result.nodes[0] for result in batch.results)
+        ns.activate("harbour", session_id="shared-session")
+        _propose(ns, {"op": "link", "src": one, "dst": two, "relation": "related_to"})
+        wins, _ = _judged(
+            _race(
+                [
+                    lambda ns=ns, one=one: ns.redact(one, reason="erasure", actor="dpo"),
+                    lambda ns=ns, two=two: ns.redact(two, reason="erasure", actor="dpo"),
+                ]
+            )
+        )
+        assert len(wins) == 2
+        leftovers = _rows(
+            database_url,
+            "SELECT o.id FROM memstore.operations o WHERE o::text LIKE %s"
+            " UNION ALL SELECT p.id FROM memstore.proposals p WHERE p::text LIKE %s",
+            f"%{SECRET}%",
+            f"%{SECRET}%",
+        )
+        assert leftovers == [], leftovers
