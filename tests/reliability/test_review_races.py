@@ -175,8 +175,8 @@ def test_erasures_of_memories_sharing_a_session_and_a_log_row_race_cleanly(store
         wins, _ = _judged(
             _race(
                 [
-                    lambda ns=ns, one=one: ns.redact(one, reason="erasure", actor="dpo"),
-                    lambda ns=ns, two=two: ns.redact(two, reason="erasure", actor="dpo"),
+                    partial(ns.redact, one, reason="erasure", actor="dpo"),
+                    partial(ns.redact, two, reason="erasure", actor="dpo"),
                 ]
             )
         )

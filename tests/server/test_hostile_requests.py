@@ -5,8 +5,10 @@ must refuse cleanly (problem+json, nothing written) — found by the review of s
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -131,3 +133,51 @@ def test_revise_changes_a_field(api, tenant):
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["label"] == "new label"
+
+
+def _mcp_remember(store: MemoryStore, key: str, namespace: bytes, content: str) -> httpx.Response:
+    """One stateless MCP tools/call, with the namespace header as raw bytes."""
+    app = create_app(store, Settings(database_url="unused://", serve_key_cache_seconds=0))
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "memory_remember", "arguments": {"content": content}},
+    }
+
+    async def go() -> httpx.Response:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+                return await http.post(
+                    "/mcp/",
+                    json=call,
+                    headers=[
+                        (b"authorization", f"Bearer {key}".encode()),
+                        (b"accept", b"application/json, text/event-stream"),
+                        (b"mcp-protocol-version", b"2025-06-18"),
+                        (b"x-memstore-namespace", namespace),
+                    ],
+                )
+
+    return anyio.run(go)
+
+
+def test_a_non_ascii_namespace_header_names_the_namespace_the_rest_path_names(
+    api, store, key_for, database_url
+):
+    """The MCP header was read as Latin-1: "café" over MCP was "cafÃ©", another
+    namespace than the REST path's "café"."""
+    prefix = f"tenant-{uuid.uuid4().hex[:6]}/"
+    key = key_for(namespace_prefix=prefix, scopes=["write"])
+    name = prefix + "café"
+    answer = _mcp_remember(store, key, name.encode(), "written over MCP")
+    assert answer.status_code == 200, answer.text
+    assert "error" not in answer.json(), answer.text
+    listed = api.get(f"/v1/namespaces/{quote(name, safe='/')}/memories", key=key)
+    assert [m["content"] for m in listed.json()["items"]] == ["written over MCP"]
+    before = row_counts(database_url)
+    refused = _mcp_remember(store, key, prefix.encode() + b"caf\xe9", "not UTF-8")
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["type"] == TYPE_PREFIX + "invalid-input"
+    assert row_counts(database_url) == before
