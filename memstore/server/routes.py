@@ -360,8 +360,10 @@ def status(namespace: str, request: Request) -> NamespaceSummary:
 @api.post(NS + "/apply", summary="Typed lifecycle operations, judged by the law")
 def apply(namespace: str, body: ApplyRequest, request: Request) -> Receipt:
     """Each operation is accepted or rejected with its reason; ``applied`` says whether
-    anything was written; a queued operation names its proposal."""
-    ns, principal = _open(request, namespace, "write")
+    anything was written; a queued operation names its proposal. The ``review`` phase
+    (accept_proposal, reject_proposal) needs the review scope, as the proposals'
+    own routes do: a key that may only write must not accept its own proposals."""
+    ns, principal = _open(request, namespace, "review" if body.phase == "review" else "write")
     return ns.apply(
         body.ops, phase=body.phase, actor=body.actor or _label(principal), atomic=body.atomic
     )

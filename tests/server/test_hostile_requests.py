@@ -181,3 +181,47 @@ def test_a_non_ascii_namespace_header_names_the_namespace_the_rest_path_names(
     assert refused.status_code == 422, refused.text
     assert refused.json()["type"] == TYPE_PREFIX + "invalid-input"
     assert row_counts(database_url) == before
+
+
+def test_a_write_key_cannot_decide_proposals_through_apply(api, tenant, key_for, database_url):
+    """POST /apply took its phase from the body under the write scope: phase "review"
+    let a key without the review scope accept its own proposal (and forget a memory
+    through it). The review phase now needs the review scope, as /proposals/…/accept."""
+    name, admin = tenant
+    base = f"/v1/namespaces/{name}"
+    node = api.post(f"{base}/memories", key=admin, json={"content": "kept"}).json()["id"]
+    writer = key_for(name, scopes=["write"])
+    proposed = api.post(
+        f"{base}/apply",
+        key=writer,
+        json={
+            "phase": "wake",
+            "ops": [
+                {
+                    "op": "propose",
+                    "operation": {"op": "forget", "target_id": node, "reason": "old"},
+                    "rationale": "r",
+                    "evidence": ["turn:1"],
+                }
+            ],
+        },
+    )
+    proposal = proposed.json()["results"][0]["proposal_id"]
+    before = row_counts(database_url)
+    for op in (
+        {"op": "accept_proposal", "proposal_id": proposal},
+        {"op": "reject_proposal", "proposal_id": proposal, "reason": "no"},
+    ):
+        answer = api.post(f"{base}/apply", key=writer, json={"phase": "review", "ops": [op]})
+        assert answer.status_code == 403, answer.text
+        assert answer.json()["type"] == TYPE_PREFIX + "forbidden"
+    assert row_counts(database_url) == before
+    assert api.get(f"{base}/memories/{node}", key=writer).json()["status"] == "current"
+    reviewer = key_for(name, scopes=["review"])
+    answer = api.post(
+        f"{base}/apply",
+        key=reviewer,
+        json={"phase": "review", "ops": [{"op": "accept_proposal", "proposal_id": proposal}]},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["applied"]
