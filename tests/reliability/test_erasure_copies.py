@@ -6,6 +6,7 @@ process's own caches of hashed words. docs/security.md ("Erasure") lists the res
 from __future__ import annotations
 
 import io
+import json
 import uuid
 
 from memstore.embedding import hashing
@@ -28,6 +29,10 @@ def test_after_an_erasure_no_export_packet_or_word_cache_holds_its_words(store):
     exported = io.BytesIO()
     ns.export(exported, with_vectors=True)
     assert SECRET.encode() not in exported.getvalue()
+    # How an operator tells a file that holds the erasure (docs/security.md): by its line.
+    lines = [json.loads(line) for line in exported.getvalue().splitlines()]
+    (line,) = [x for x in lines if x.get("t") == "node" and x.get("id") == erased.id]
+    assert line["node_type"] == "Redacted"
     packet = ns.recall_context("harbour street", budget_tokens=2000)
     assert SECRET not in packet.render()
     assert SECRET not in repr(packet)
