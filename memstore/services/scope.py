@@ -212,7 +212,7 @@ class Scope:
             # its append-only guard): look the name up again; nobody has it, create it,
             # as for a name never written to. Never write under namespace id 0.
         else:
-            self._renamed()
+            self.renamed()
         with transaction(self.engine) as conn:
             created = open_namespace(conn, self.name, self.embedder)
             declare_scope(conn, created, ceiling)
@@ -240,7 +240,7 @@ class Scope:
                 if conn is not None:
                     yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
                     return
-        self._renamed()
+        self.renamed()
 
     def read(self, statement: Callable[[Engine], T]) -> T:
         """``statement(engine)`` on the engine reads go to: a replica when the store has one
@@ -278,7 +278,7 @@ class Scope:
                 if conn is not None:
                     yield conn
                     return
-        self._renamed()
+        self.renamed()
 
     @contextmanager
     def _scoped(
@@ -294,7 +294,7 @@ class Scope:
             named = rows[0]["name"] if rows else None
             yield conn if check is None or self.still_named(namespace_id, named) else None
 
-    def _renamed(self) -> NoReturn:
+    def renamed(self) -> NoReturn:
         """Raised when a namespace's name moved twice while it was being opened: only an
         owner who bypasses the namespaces' append-only rule can do that."""
         raise DatabaseError(

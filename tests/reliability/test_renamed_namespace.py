@@ -110,3 +110,14 @@ def test_an_id_of_the_renamed_namespace_is_not_found(renamed, verb):
     with pytest.raises(NodeNotFoundError, match="does not exist in namespace"):
         NAMING[verb](ns, first)
     assert _counts(store) == before
+
+
+def test_an_activation_by_query_reads_nothing_of_the_renamed_namespace(renamed):
+    """Recall, edges and neighbours check a kept id's name beside their rows
+    (test_round_trips.py); an activation by query did not, and answered with the renamed
+    namespace's memories under the old name. Its first round trip now checks the name."""
+    store, ns, first, name = renamed
+    found = ns.activate("harbour ferry")
+    assert [item.node.id for item in found.working_memory] == []
+    fresh = store.namespace(name + " (moved)").activate("harbour ferry")
+    assert first.id in [item.node.id for item in fresh.working_memory]
