@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from memstore.db.transaction import declared_ceiling, narrowed_ceiling
 from memstore.embedding import cache
+from memstore.embedding.hashing import forget_words
 from memstore.errors import (
     EdgeNotFoundError,
     InvalidInputError,
@@ -513,6 +514,7 @@ class NamespaceTransaction:
             actor=self._actor(actor),
             all_versions=versions == "all",
         )
+        forget_words()  # the erased words, hashed by this process, leave its caches too
         return self.node(node_id)
 
     def _actor(self, actor: object) -> str:

@@ -70,11 +70,25 @@ def db_upgrade(
 def db_downgrade(
     ctx: typer.Context,
     revision: Annotated[str, typer.Argument(help="Target revision; 'base' removes the tables.")],
+    drop_data: Annotated[
+        bool,
+        typer.Option(
+            "--drop-data",
+            help="Go ahead when the downgrade drops a table holding rows, or a column of one"
+            " (refused otherwise, with nothing changed).",
+        ),
+    ] = False,
 ) -> None:
-    """Migrate the database schema down to a revision (for rollbacks; drops data)."""
+    """Migrate the database schema down to a revision (for rollbacks).
+
+    A downgrade that would drop memories or other rows is refused whole unless
+    --drop-data is given; one that drops only code and empty tables runs as is.
+    """
+    from functools import partial
+
     from memstore.db import migrate
 
-    _migrate(ctx, migrate.downgrade, revision)
+    _migrate(ctx, partial(migrate.downgrade, drop_data=drop_data), revision)
 
 
 @db_app.command("current")

@@ -14,12 +14,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from psycopg import sql
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.resources import migrations_dir
 from memstore.db.schema import SCHEMA
 from memstore.db.transaction import transaction
-from memstore.errors import SchemaVersionError
+from memstore.errors import ImmutableRecordError, SchemaVersionError
 
 VERSION_TABLE = "alembic_version"
 
@@ -71,11 +72,66 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     engine.dispose()
 
 
-def downgrade(engine: Engine, revision: str) -> None:
-    """Migrate the database down to ``revision`` (``base`` removes memstore's tables)."""
+def downgrade(engine: Engine, revision: str, *, drop_data: bool = False) -> None:
+    """Migrate the database down to ``revision`` (``base`` removes memstore's tables).
+
+    Nothing is lost by accident: a downgrade that would drop a table holding rows,
+    or a column of one, is rolled back whole and raises
+    :class:`~memstore.errors.ImmutableRecordError` naming them, unless
+    ``drop_data`` says to go ahead. One that drops only empty tables and code
+    (functions, triggers, views) — the rollback of a deploy — needs no flag.
+    """
     with transaction(engine) as conn:
+        before = _tables(conn)
         command.downgrade(alembic_config(conn), revision)
+        lost = _dropped_data(before, _tables(conn))
+        if lost and not drop_data:
+            raise ImmutableRecordError(
+                f"downgrading to {revision} would drop data: {', '.join(lost)};"
+                " nothing was changed (pass drop_data=True, `memstore db downgrade"
+                " --drop-data`, once an export or a backup holds them)",
+                table=lost[0].split(".")[0],
+            )
     engine.dispose()
+
+
+def _tables(conn: Connection) -> dict[str, tuple[bool, frozenset[str]]]:
+    """Each table of schema memstore but the version table: whether it holds a row, and
+    its columns."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    columns: dict[str, set[str]] = {}
+    for table, column in raw.execute(
+        "SELECT c.relname, a.attname FROM pg_catalog.pg_class c"
+        " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+        " JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
+        " WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND c.relname <> 'alembic_version'"
+        "   AND a.attnum > 0 AND NOT a.attisdropped",
+        (SCHEMA,),
+    ).fetchall():
+        columns.setdefault(str(table), set()).add(str(column))
+    out = {}
+    for table, names in columns.items():
+        found = raw.execute(
+            sql.SQL("SELECT EXISTS (SELECT FROM {})").format(sql.Identifier(SCHEMA, table))
+        ).fetchone()
+        out[table] = (bool(found and found[0]), frozenset(names))
+    return out
+
+
+def _dropped_data(
+    before: dict[str, tuple[bool, frozenset[str]]], after: dict[str, tuple[bool, frozenset[str]]]
+) -> list[str]:
+    """The tables that held rows and are gone, and the columns gone from such tables."""
+    lost = []
+    for table, (held, columns) in sorted(before.items()):
+        if not held:
+            continue
+        if table not in after:
+            lost.append(f"table {table}")
+        else:
+            lost += [f"{table}.{column}" for column in sorted(columns - after[table][1])]
+    return lost
 
 
 def check(engine: Engine) -> None:

@@ -74,6 +74,18 @@ class HashingEmbedder:
         return normalise(out)
 
 
+def forget_words() -> None:
+    """Empty the caches of words and trigrams this process has hashed.
+
+    They keep the words of every text embedded here, every tenant's, for as long
+    as the process lives; an erasure calls this so that the erased memory's words
+    do not outlive it in the process (docs/security.md, "Erasure"). Refilled by
+    the next texts embedded.
+    """
+    _word_buckets.cache_clear()
+    _signed_bucket.cache_clear()
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _word_buckets(word: str, dims: int) -> tuple[tuple[int, float], ...]:
     """A word's own feature and its character trigrams, as (bucket, signed weight)."""

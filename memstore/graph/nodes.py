@@ -77,17 +77,22 @@ def remember_params(
     content: str,
     model: str,
     vector: Vectors | None,
+    *,
+    namespace_name: str | None = None,
 ) -> dict[str, Any]:
     """The parameters of ``remember_node`` (``remember.sql``) for ``item``.
 
     ``vector`` (a float32 row, sent in binary) is written with the node when
-    the statement creates it; None writes the node alone.
+    the statement creates it; None writes the node alone. ``namespace_name``
+    (given where the transaction did not check the kept id's name): the
+    statement writes and returns nothing unless the namespace still has it.
     """
     values = row_values(item, content)
     values["data"] = Jsonb(values["data"])
     return {
         **values,
         "ns": namespace_id,
+        "ns_name": namespace_name,
         "content_hash": content_hash(content, item.dedupe_key),
         "model": model,
         "dims": None if vector is None else int(vector.shape[-1]),

@@ -10,6 +10,11 @@
 -- A kind the namespace policy refuses (its current policy node's
 -- data.policy.refused_kinds) writes nothing and returns no row: the caller's
 -- transaction path then raises PolicyRefusedError (memstore/tx.py check_kind).
+-- Given ns_name (ns.remember's one-round-trip path, which uses the id the store
+-- kept for a name), nothing is written or returned unless namespace ns still has
+-- that name: an owner who renamed or removed it past its append-only guard must
+-- not have the memory land in a namespace that is no longer the caller's. The
+-- caller then opens a checked transaction, which looks the name up again.
 
 -- remember_node --
 WITH refused AS (
@@ -22,6 +27,10 @@ WITH refused AS (
                       WHERE t.namespace_id = %(ns)s AND t.node_id = p.id)
       AND NOT EXISTS (SELECT FROM memstore.redactions r
                       WHERE r.namespace_id = %(ns)s AND r.node_id = p.id)
+), named AS (
+    SELECT %(ns_name)s::text IS NULL
+           OR EXISTS (SELECT FROM memstore.namespaces ns
+                      WHERE ns.id = %(ns)s AND ns.name = %(ns_name)s::text) AS ok
 ), created AS (
     INSERT INTO memstore.nodes (
         namespace_id, content_hash, kind, node_type, tier, layer, label, content, data,
@@ -33,7 +42,7 @@ WITH refused AS (
         %(content)s, %(data)s, %(importance)s, %(confidence)s, %(decay_rate)s, %(privacy)s,
         %(protected)s, %(subject)s, %(scope)s, %(source)s, %(actor)s, %(run_id)s,
         %(observed_at)s, %(valid_from)s, %(valid_to)s, %(tags)s::text[]
-    WHERE NOT EXISTS (SELECT FROM refused)
+    WHERE NOT EXISTS (SELECT FROM refused) AND (SELECT ok FROM named)
     ON CONFLICT (namespace_id, kind, node_type, content_hash) DO NOTHING
     RETURNING id, kind, node_type, tier, layer, label, content, data, importance, confidence,
               decay_rate, privacy, protected, subject, scope, source, actor, run_id,
@@ -83,3 +92,4 @@ WHERE n.namespace_id = %(ns)s AND n.kind = %(kind)s AND n.node_type = %(node_typ
   AND n.privacy <= nullif(current_setting('memstore.privacy_ceiling', true), '')::smallint
   AND NOT EXISTS (SELECT FROM created)
   AND NOT EXISTS (SELECT FROM refused)
+  AND (SELECT ok FROM named)

@@ -89,8 +89,14 @@ def load_facts(
     refs = _Refs()
     for op in ops:
         refs.add(op)
-    found = lock_proposals(tx, refs.proposals)
-    for proposal in found.values():
+    decided = sorted(refs.proposals)
+    # The memories a pending proposal's operation names are locked before the
+    # proposal is: an erasure holds its memory's lock while it rejects the pending
+    # proposals about it, so a decision that locked the proposal first and then
+    # waited for the memory deadlocked with it. A pending proposal's operation
+    # changes only by that erasure (which decides it), so reading it unlocked
+    # names the same memories as the locked read below.
+    for proposal in _proposals(tx, decided, lock=False).values():
         if proposal.status == "pending":
             refs.add(parse_operation(proposal.operation))
     # Ids beyond bigint are not ids of anything: the law reports them unknown.
@@ -99,6 +105,7 @@ def load_facts(
     # forget, revise or redact of a named memory waits for the batch, or the
     # batch is judged on what it wrote.
     tx.locks.lock(wanted)
+    found = lock_proposals(tx, decided)
     known = fetch_nodes(tx.conn, tx.id, tx.name, wanted) if wanted else {}
     superseded = [i for i, node in known.items() if node.status is NodeStatus.SUPERSEDED]
     current = current_versions(tx.conn, tx.id, superseded) if superseded else {}
@@ -129,10 +136,14 @@ def lock_proposals(tx: NamespaceTransaction, ids: Iterable[int]) -> dict[int, Pr
 
     A proposal hidden by the transaction's privacy ceiling is not among them:
     deciding it fails exactly as deciding a missing id."""
+    return _proposals(tx, ids, lock=True)
+
+
+def _proposals(tx: NamespaceTransaction, ids: Iterable[int], *, lock: bool) -> dict[int, Proposal]:
     wanted = sorted(i for i in set(ids) if 0 < i < 2**63)
     if not wanted:
         return {}
-    rows = proposal_rows(tx.conn, tx.id, ids=wanted, lock=True)
+    rows = proposal_rows(tx.conn, tx.id, ids=wanted, lock=lock)
     return {row["id"]: to_proposal(row, tx.name) for row in rows}
 
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstore.config import Settings
 from memstore.errors import AuthenticationError, InvalidInputError, MemstoreError, RateLimitedError
@@ -81,26 +81,68 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+class BodyTooLarge(StarletteHTTPException):
+    """The body being read passed the cap (raised by :class:`BodyLimit`'s receive): an
+    HTTP error, so a route reading its body answers 413 through the handlers."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than {limit} bytes")
+
+
 class BodyLimit:
-    """Refuse a request whose declared body is larger than ``limit`` bytes (413)."""
+    """Refuse a request whose body is larger than ``limit`` bytes (413).
+
+    A larger ``Content-Length`` is refused before the body is read. A body sent
+    without one (``Transfer-Encoding: chunked``) is counted as it arrives and
+    refused as soon as it passes the cap, so no route or transport (REST or MCP)
+    ever holds more than ``limit`` bytes of it.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
         self.limit = limit
 
+    def _refusal(self, scope: Scope) -> JSONResponse:
+        return problem_response(
+            problem(
+                BODY_TOO_LARGE,
+                f"the request body is larger than {self.limit} bytes",
+                limit=self.limit,
+                instance=scope.get("path"),
+            )
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for name, value in scope.get("headers", ()):
-                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                    body = problem(
-                        BODY_TOO_LARGE,
-                        f"the request body is larger than {self.limit} bytes",
-                        limit=self.limit,
-                        instance=scope.get("path"),
-                    )
-                    await problem_response(body)(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._refusal(scope)(scope, receive, send)
+                return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, sending)
+        except BodyTooLarge:
+            if started:
+                raise
+            await self._refusal(scope)(scope, receive, send)
 
 
 def install(app: FastAPI, settings: Settings) -> None:
@@ -112,4 +154,4 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(BodyLimit, limit=settings.serve_max_body_bytes)
 
 
-__all__ = ["BodyLimit", "install", "problem_response"]
+__all__ = ["BodyLimit", "BodyTooLarge", "install", "problem_response"]

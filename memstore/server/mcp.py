@@ -136,15 +136,33 @@ class McpHttpApp:
             return
         import anyio.to_thread
 
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = {k.decode("latin-1").lower(): v for k, v in scope["headers"]}
+        authorization = headers.get("authorization")
         try:
+            namespace = _namespace_header(headers.get(NAMESPACE_HEADER))
             caller = await anyio.to_thread.run_sync(
-                self.authorize, headers.get("authorization"), headers.get(NAMESPACE_HEADER)
+                self.authorize,
+                None if authorization is None else authorization.decode("latin-1"),
+                namespace,
             )
         except MemstoreError as exc:
             await _refuse(exc, send)
             return
         await self._manager.handle_request({**scope, CALLER_KEY: caller}, receive, send)
+
+
+def _namespace_header(value: bytes | None) -> str | None:
+    """The namespace a request names in its header, read as UTF-8 — as a REST path's
+    name is — so one name reaches one namespace whichever way it comes (read as
+    Latin-1, "café" was another namespace, "cafÃ©")."""
+    if value is None:
+        return None
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(
+            "the X-Memstore-Namespace header must be UTF-8", field="namespace"
+        ) from None
 
 
 async def _refuse(exc: MemstoreError, send: Send) -> None:

@@ -79,6 +79,11 @@ class ReviseRequest(BaseModel):
     )
 
 
+# The fields a revision may change: MemoryInput's, but for the content and the
+# actor, which the request gives at its top level.
+REVISABLE = frozenset(MemoryInput.model_fields) - {"content", "actor"}
+
+
 class ForgetRequest(BaseModel):
     """``POST /memories/{id}/forget``: why (kept with the tombstone), and who."""
 
@@ -271,9 +276,15 @@ def lineage(namespace: str, node_id: int, request: Request) -> list[Node]:
 @api.post(NS + "/memories/{node_id}/revise", summary="Write a new version")
 def revise(namespace: str, node_id: int, body: ReviseRequest, request: Request) -> Node:
     ns, principal = _open(request, namespace, "write")
-    for reserved in ("content", "reason"):
-        if reserved in body.changes:
-            raise InvalidInputError(f"give {reserved} at the top level", field="changes")
+    for given in body.changes:
+        if given in ("content", "reason", "actor"):
+            raise InvalidInputError(f"give {given} at the top level", field="changes")
+        if given not in REVISABLE:
+            # Checked here, not left to the verb: a name that is one of its own
+            # parameters (node_id) would otherwise collide with the route's.
+            raise InvalidInputError(
+                f"changes.{given} is not a field of a memory", field=f"changes.{given}"
+            )
     return ns.revise(
         node_id,
         body.content,
@@ -349,8 +360,10 @@ def status(namespace: str, request: Request) -> NamespaceSummary:
 @api.post(NS + "/apply", summary="Typed lifecycle operations, judged by the law")
 def apply(namespace: str, body: ApplyRequest, request: Request) -> Receipt:
     """Each operation is accepted or rejected with its reason; ``applied`` says whether
-    anything was written; a queued operation names its proposal."""
-    ns, principal = _open(request, namespace, "write")
+    anything was written; a queued operation names its proposal. The ``review`` phase
+    (accept_proposal, reject_proposal) needs the review scope, as the proposals'
+    own routes do: a key that may only write must not accept its own proposals."""
+    ns, principal = _open(request, namespace, "review" if body.phase == "review" else "write")
     return ns.apply(
         body.ops, phase=body.phase, actor=body.actor or _label(principal), atomic=body.atomic
     )

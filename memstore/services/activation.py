@@ -17,16 +17,21 @@ from sqlalchemy.engine import Connection
 from memstore import activation
 from memstore.activation import learning
 from memstore.activation.model import ActivateRequest, Activation
-from memstore.db.transaction import pipelined_namespace_transaction
+from memstore.db.transaction import PipelinedTransaction, pipelined_namespace_transaction
 from memstore.errors import InvalidInputError
 from memstore.graph import lineage as lineage_sql
+from memstore.graph.namespaces import name_check
 from memstore.graph.rows import fetch_nodes
 from memstore.inputs import validated
 from memstore.models import NodeStatus
 from memstore.recall import RecallQuery
 from memstore.services.recall import Recaller
-from memstore.services.scope import Scope
+from memstore.services.scope import NO_NAMESPACE, Scope
 from memstore.tx import NamespaceTransaction
+
+
+class _Renamed(Exception):
+    """An activation's transaction found that the namespace's kept id lost its name."""
 
 
 class Activator:
@@ -50,10 +55,32 @@ class Activator:
             vector = scope.embedder.embed([request.query])[0]
             if not vector.any():
                 vector = None
+        for _ in range(2):
+            try:
+                result = self._run(request, vector, started)
+                break
+            except _Renamed:
+                scope.exists()  # the kept id was dropped: the name is looked up again
+        else:
+            scope.renamed()
+        if request.query is None:
+            return result
+        missing, shown = self.recaller.missing_vectors(
+            validated(RecallQuery, text=request.query, privacy_ceiling=request.privacy_ceiling)
+        )
+        if not missing:
+            return result
+        return result.model_copy(update={"missing_vectors": missing, "missing_ids": shown})
+
+    def _run(self, request: ActivateRequest, vector: Any, started: float) -> Activation:
+        """One activation on one transaction; raises :class:`_Renamed` (the transaction
+        rolled back) when the query's transaction finds that the kept id lost its name."""
+        scope = self.scope
+        namespace_id = scope.id
         # Learning writes: an activation that learns runs on the primary.
         opened = (
             pipelined_namespace_transaction(
-                scope.engine, scope.id, privacy_ceiling=request.privacy_ceiling
+                scope.engine, namespace_id, privacy_ceiling=request.privacy_ceiling
             )
             if request.learn
             else scope.pipelined_reading(privacy_ceiling=request.privacy_ceiling)
@@ -63,7 +90,10 @@ class Activator:
             start: dict[int, float] = {}
             given = request.seeds or []
             if request.query is not None:
-                tx.start()  # the recall's statistics may be read first
+                # The transaction opens now (the recall's statistics may be read
+                # first), and the kept id's name is checked in that round trip.
+                if not self._opened_as_named(tx, namespace_id):
+                    raise _Renamed
                 hits = self.recaller.run_in(
                     conn,
                     validated(
@@ -100,14 +130,20 @@ class Activator:
                 tx=tx,
                 prepare=scope.settings.prepared_statements,
             )
-        if request.query is None:
-            return result
-        missing, shown = self.recaller.missing_vectors(
-            validated(RecallQuery, text=request.query, privacy_ceiling=request.privacy_ceiling)
-        )
-        if not missing:
-            return result
-        return result.model_copy(update={"missing_vectors": missing, "missing_ids": shown})
+        return result
+
+    def _opened_as_named(self, tx: PipelinedTransaction, namespace_id: int) -> bool:
+        """Start ``tx`` with the name check of ``namespace_id`` in its first round trip;
+        whether the namespace still has the scope's name (:meth:`Scope.still_named`)."""
+        if namespace_id == NO_NAMESPACE:
+            tx.start()
+            return True
+        query, params = name_check(namespace_id)
+        with tx.raw.cursor() as cursor:
+            with tx.pipeline():
+                cursor.execute(query, params)
+            row = cursor.fetchone()
+        return self.scope.still_named(namespace_id, row[0] if row else None)
 
     def _seed_ids(
         self, conn: Connection, ids: list[int], as_of: datetime | None

@@ -63,7 +63,11 @@ class Ingester:
                 return tx.remember_item(item, vector=vector)
         # One round trip: BEGIN, the namespace scope, the one statement that
         # writes node and vector (memstore/graph/remember.sql), COMMIT.
-        params = remember_params(scope.id, item, text, scope.embedder.name, vector[0])
+        # The kept id's name is checked inside the statement (a namespace an owner
+        # renamed writes nothing here, and the checked transaction below sees why).
+        params = remember_params(
+            scope.id, item, text, scope.embedder.name, vector[0], namespace_name=scope.name
+        )
         rows = in_one_round_trip(
             scope.engine,
             scope.id,
@@ -84,7 +88,8 @@ class Ingester:
         # A concurrent writer stored the same memory after the statement's
         # snapshot: a new transaction sees its node (and confirms it). Or the
         # namespace policy refuses the kind: the statement wrote nothing, and
-        # this raises.
+        # this raises. Or the kept id no longer has this name: the transaction
+        # looks the name up again (and creates the namespace if nobody has it).
         with scope.transaction() as tx:
             return confirm_again(tx, *tx.store_item(item, vector=vector))
 

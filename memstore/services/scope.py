@@ -201,10 +201,18 @@ class Scope:
         """See :meth:`memstore.namespace.Namespace.transaction`: creates the namespace in
         the transaction when it does not exist yet."""
         ceiling = self.ceiling(privacy_ceiling)
-        if self.exists():
-            with self.connection(privacy_ceiling=ceiling) as conn:
-                yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
-            return
+        for _ in range(2):
+            if not self.exists():
+                break
+            with self._scoped(self.engine, namespace_id=self.id, ceiling=ceiling) as conn:
+                if conn is not None:
+                    yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
+                    return
+            # The kept id lost its name (an owner renamed or removed the namespace past
+            # its append-only guard): look the name up again; nobody has it, create it,
+            # as for a name never written to. Never write under namespace id 0.
+        else:
+            self.renamed()
         with transaction(self.engine) as conn:
             created = open_namespace(conn, self.name, self.embedder)
             declare_scope(conn, created, ceiling)
@@ -232,7 +240,7 @@ class Scope:
                 if conn is not None:
                     yield NamespaceTransaction(self, conn, privacy_ceiling=ceiling)
                     return
-        self._renamed()
+        self.renamed()
 
     def read(self, statement: Callable[[Engine], T]) -> T:
         """``statement(engine)`` on the engine reads go to: a replica when the store has one
@@ -270,7 +278,7 @@ class Scope:
                 if conn is not None:
                     yield conn
                     return
-        self._renamed()
+        self.renamed()
 
     @contextmanager
     def _scoped(
@@ -286,7 +294,7 @@ class Scope:
             named = rows[0]["name"] if rows else None
             yield conn if check is None or self.still_named(namespace_id, named) else None
 
-    def _renamed(self) -> NoReturn:
+    def renamed(self) -> NoReturn:
         """Raised when a namespace's name moved twice while it was being opened: only an
         owner who bypasses the namespaces' append-only rule can do that."""
         raise DatabaseError(

@@ -38,6 +38,7 @@ Roles that do not exist are not checked: a deployment that never ran
 
 from __future__ import annotations
 
+from psycopg import sql
 from sqlalchemy.engine import Connection
 
 from memstore.db.integrity.codes import CODES, Finding
@@ -56,7 +57,7 @@ from memstore.db.integrity.guards import (
 )
 from memstore.db.integrity.owners import migrating_owner, owner_problems
 from memstore.db.integrity.privileges import default_privilege_problems, privilege_problems
-from memstore.db.integrity.roles import existing_roles, role_problems
+from memstore.db.integrity.roles import existing_roles, role_problems, search_path_problems
 from memstore.db.integrity.strangers import stranger_problems
 from memstore.db.integrity.structure import structure_problems
 from memstore.db.sqlfiles import sql_files
@@ -68,7 +69,15 @@ def definitions() -> Definitions:
 
 
 def findings(conn: Connection) -> list[Finding]:
-    """Every way the live database differs from sql/, the metadata and roles.py."""
+    """Every way the live database differs from sql/, the metadata and roles.py.
+
+    Runs in ``conn``'s transaction, whose ``search_path`` it first sets (``SET LOCAL``)
+    to search ``pg_catalog`` before anything else: a path that put another schema
+    first would make the copies built from sql/ call what was planted there, and
+    every policy would then look changed (that path is a finding of its own).
+    """
+    shadowed = search_path_problems(conn, migrating_owner(conn))
+    pin_catalog_first(conn)
     expected = definitions()
     role_defs = role_definitions()
     owner = migrating_owner(conn)
@@ -86,7 +95,20 @@ def findings(conn: Connection) -> list[Finding]:
         *privilege_problems(conn, expected, role_defs, signatures, owner, existing),
         *default_privilege_problems(conn, owner),
         *role_problems(conn, role_defs, existing),
+        *shadowed,
     ]
+
+
+def pin_catalog_first(conn: Connection) -> None:
+    """``SET LOCAL search_path`` to ``pg_catalog``, then the schemas the session's path
+    reaches now (``current_schemas``: existing ones, ``$user`` resolved, without the
+    temporary schema), each quoted as an identifier."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    found = raw.execute("SELECT current_schemas(false)").fetchone()
+    schemas = [name for name in (found[0] if found else []) if name != "pg_catalog"]
+    path = sql.SQL(", ").join(sql.Identifier(name) for name in ["pg_catalog", *schemas])
+    raw.execute(sql.SQL("SET LOCAL search_path = {}").format(path))
 
 
 def problems(conn: Connection) -> list[str]:

@@ -157,4 +157,59 @@ def _setting_problems(conn: Connection, role_defs: RoleDefinitions) -> list[Find
     return problems
 
 
-__all__ = ["existing_roles", "role_problems"]
+def shadowing_schemas(search_path: str) -> list[str]:
+    """The schemas a ``search_path`` value searches before ``pg_catalog``.
+
+    PostgreSQL searches ``pg_catalog`` first unless the path names it; named after
+    another schema, a function or operator planted there (``current_setting``,
+    ``=`` on bigint) stands in for the built-in in every statement that does not
+    qualify it — memstore's own statements among them.
+
+    >>> shadowing_schemas('evil, pg_catalog, public'), shadowing_schemas('"$user", public')
+    (['evil'], [])
+    """
+    names = [part.strip().strip('"') for part in search_path.split(",") if part.strip()]
+    if "pg_catalog" not in names:
+        return []
+    return names[: names.index("pg_catalog")]
+
+
+def search_path_problems(conn: Connection, owner: str | None) -> list[Finding]:
+    """A ``search_path`` that puts a schema before ``pg_catalog`` for the whole database,
+    every role, the migrating role (the owner, whom the embedded default and a
+    superuser deploy run the service as) or the checking session. The confined roles'
+    own settings are ``role-setting`` findings already."""
+    problems = []
+    for role, database, settings in rows(
+        conn,
+        "SELECT coalesce(r.rolname, ''), coalesce(d.datname, '(all databases)'), s.setconfig"
+        " FROM pg_db_role_setting s"
+        " LEFT JOIN pg_database d ON d.oid = s.setdatabase"
+        " LEFT JOIN pg_roles r ON r.oid = s.setrole"
+        " WHERE (s.setdatabase = 0 OR d.datname = current_database())"
+        "   AND (s.setrole = 0 OR r.rolname = :owner) ORDER BY 1, 2",
+        owner=owner or "",
+    ):
+        for setting in settings or []:
+            key, _, value = str(setting).partition("=")
+            before = shadowing_schemas(value) if key.lower() == "search_path" else []
+            if before:
+                who = f"role {role}" if role else "every role"
+                problems.append(_shadowing(f"for {who} in database {database}", value, before))
+    (session,) = rows(conn, "SELECT current_setting('search_path')")
+    before = shadowing_schemas(str(session[0]))
+    if before and not problems:  # else the session has it from a setting just reported
+        problems.append(_shadowing("in the checking session", str(session[0]), before))
+    return problems
+
+
+def _shadowing(where: str, value: str, before: list[str]) -> Finding:
+    return Finding(
+        "database-setting",
+        f"search_path = {value} is set {where}: {', '.join(before)} is searched before"
+        " pg_catalog, so a function or operator there stands in for a built-in in the"
+        " service's statements (its privacy and namespace filters included)",
+    )
+
+
+__all__ = ["existing_roles", "role_problems", "search_path_problems", "shadowing_schemas"]
