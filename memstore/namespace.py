@@ -599,10 +599,14 @@ class Namespace:
         default; ``as_of`` answers with what the store knew then, ``valid_at``
         filters by world time. Every hit carries its score parts and the
         node's provenance. ``fusion`` (``weighted`` or ``rrf``) and
-        ``semantic_weight`` (default: the embedder's, else 0.5) tune hybrid mode.
+        ``semantic_weight`` (default: the embedder's, else 0.5; 0.6 of that when
+        graph evidence has edges or sessions to sum over) tune hybrid mode.
         In hybrid mode a memory also gains ``neighbour_share`` (default 0.5;
         0 turns it off) of its linked neighbours' scores, times each edge's
-        weight: graph evidence, so a turn next to the answer rises with it.
+        weight: graph evidence, so a turn next to the answer rises with it;
+        and, with it, shares of the best score for being in the best hits'
+        session, said by a speaker the query names, or observed on a date it
+        names (docs/recall.md).
         Nothing above ``privacy_ceiling`` (default: the store's) is returned.
         ``tags``: only memories carrying every one of them (filtered among the
         candidates, so ``k`` hits come back whenever ``k`` such memories match).
