@@ -119,7 +119,8 @@ def recall_statement(
     sources: list[sql.Composable] = []
     joins: list[sql.Composable] = []
     if mode != "lexical":
-        ctes.append(sql.SQL(QUERIES["semantic"]).format(**values))
+        search = QUERIES["semantic_exact" if exact else "semantic"]
+        ctes.append(sql.SQL(search + ",\n" + QUERIES["semantic_ranked"]).format(**values))
         sources.append(sql.SQL("SELECT id FROM semantic_ranked"))
         joins.append(sql.SQL("LEFT JOIN semantic_ranked sr ON sr.id = n.id"))
     if mode != "semantic":
