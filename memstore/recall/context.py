@@ -12,9 +12,9 @@ from importlib.resources import files
 from typing import Any, NamedTuple
 
 from psycopg import sql
-from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
+from memstore.db.compiled import cursor_for
 from memstore.db.queries import named_queries
 from memstore.recall.run import send
 from memstore.recall.statement import RecallPlan
@@ -62,7 +62,7 @@ def read_packet_rows(
     session = tier_params["session_id"] is not None
     tagged = bool(tier_params.get("tags"))
     with (
-        raw.cursor(row_factory=dict_row) as recalled,
+        cursor_for(raw, run.statement) as recalled,
         raw.cursor() as tiered,
         raw.cursor() as counted,
     ):

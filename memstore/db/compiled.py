@@ -1,0 +1,76 @@
+"""A long statement converted for the server once, not on every call.
+
+psycopg turns a statement's ``%(name)s`` placeholders into the server's ``$n``
+on every execution, and caches the result only for statements under 4 KiB.
+Recall's statement is 7-12 KiB (recall.sql's fragments, composed), so every
+recall paid for rendering the composed SQL and scanning it for placeholders
+again: ~1.5 ms of client CPU a call (docs/benchmark-notes.md, stop 28).
+:class:`Compiled` does both once; :func:`cursor_for` gives it psycopg's raw
+cursor, which sends ``$n`` statements as they are, with :meth:`Compiled.values`
+as the parameters. Anywhere else (``EXPLAIN`` + it, ``as_string``, a plain
+cursor with the dict of parameters) it is the statement it was made from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+# psycopg's placeholders: %(name)s (named, any format), %% (a literal %).
+_PLACEHOLDER = re.compile(rb"%(?:\((\w+)\)([sbt])|(%)|([sbt]))")
+
+
+class Compiled(sql.Composed):
+    """``statement`` with its named placeholders numbered, rendered once.
+
+    >>> c = Compiled(sql.SQL("SELECT %(a)s, %(b)s, %(a)s, 5 %% 2"))
+    >>> c.text, c.names
+    (b'SELECT $1, $2, $1, 5 % 2', ('a', 'b'))
+    >>> c.values({"a": 1, "b": "x", "unused": 0})
+    [1, 'x']
+    """
+
+    def __init__(self, statement: sql.Composable):
+        super().__init__([statement])
+        source = statement.as_bytes(None)
+        names: list[str] = []
+        formats: dict[str, bytes] = {}
+
+        def number(match: re.Match[bytes]) -> bytes:
+            if match.group(3):
+                return b"%"
+            if match.group(4):
+                raise ValueError("a compiled statement takes named placeholders only")
+            name, fmt = match.group(1).decode(), match.group(2)
+            if formats.setdefault(name, fmt) != fmt:
+                raise ValueError(f"placeholder {name!r} is used with two formats")
+            if name not in names:
+                names.append(name)
+            return b"$%d" % (names.index(name) + 1)
+
+        self.text = _PLACEHOLDER.sub(number, source)
+        self.names = tuple(names)
+
+    def values(self, params: Mapping[str, Any]) -> list[Any]:
+        """The parameters in placeholder order (a missing one raises KeyError, as psycopg would)."""
+        return [params[name] for name in self.names]
+
+
+def cursor_for(raw: psycopg.Connection[Any], query: object) -> psycopg.Cursor[Any]:
+    """A dict-row cursor for ``query``: psycopg's raw cursor (``$n`` placeholders, sent as
+    they are) for a :class:`Compiled` statement, else the connection's own."""
+    if isinstance(query, Compiled):
+        return psycopg.RawCursor(raw, row_factory=dict_row)
+    return raw.cursor(row_factory=dict_row)
+
+
+def bound(query: object, params: Mapping[str, Any]) -> tuple[Any, Any]:
+    """``(query, params)`` as the cursor of :func:`cursor_for` takes them."""
+    if isinstance(query, Compiled):
+        return query.text, query.values(params)
+    return query, params
