@@ -69,7 +69,8 @@ def differences(before: dict[str, Any], after: dict[str, Any], tolerance: float)
         for call, expected in calls.items():
             got = after.get(question, {}).get(call)
             if got is None or len(got) != len(expected):
-                found.append(f"{call}: {question!r}: {len(expected)} answers, now {got and len(got)}")
+                now = None if got is None else len(got)
+                found.append(f"{call}: {question!r}: {len(expected)} answers, now {now}")
                 continue
             for a, b in zip(expected, got, strict=True):
                 if not same(a, b, tolerance):
