@@ -22,7 +22,8 @@ from memstore.models import PRIVACY_MAX
 
 # A statement and its parameters, for psycopg (``%(name)s`` placeholders; a Compiled
 # statement numbered them once: memstore/db/compiled.py).
-Statement = tuple[sql.SQL | sql.Composed | Compiled | LiteralString, Mapping[str, Any]]
+# bytes: a statement SQLAlchemy compiled for psycopg (pyformat placeholders).
+Statement = tuple[sql.SQL | sql.Composed | Compiled | LiteralString | bytes, Mapping[str, Any]]
 
 
 @contextmanager
@@ -221,6 +222,20 @@ class PipelinedTransaction:
             self.committed = False
             raise refused
 
+    def rows(self, statements: Sequence[Statement], *, commit: bool) -> list[list[dict[str, Any]]]:
+        """The rows of each of ``statements``, sent in one pipeline (with BEGIN and the scope
+        if the transaction has not started; with COMMIT if ``commit``): one wait for the
+        server."""
+        cursors = [cursor_for(self.raw, query) for query, _ in statements]
+        try:
+            with self.pipeline(commit=commit):
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(*bound(query, params))
+            return [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
 
 @contextmanager
 def pipelined_namespace_transaction(
@@ -263,7 +278,7 @@ def pipelined_namespace_transaction(
 def in_one_round_trip(
     engine: Engine,
     namespace_id: int,
-    query: sql.SQL | sql.Composed | Compiled | LiteralString,
+    query: sql.SQL | sql.Composed | Compiled | LiteralString | bytes,
     params: Mapping[str, Any],
     *,
     privacy_ceiling: int | None = None,
