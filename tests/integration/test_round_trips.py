@@ -48,7 +48,7 @@ READS: dict[str, tuple[Read, int, int]] = {
     "activate query": (lambda ns, w: ns.activate("harbour ferry"), 4, 6),
     "activate seeds": (lambda ns, w: ns.activate(seeds=[w["harbour"]]), 2, 3),
     "activate as_of": (lambda ns, w: ns.activate(seeds=[w["harbour"]], as_of=NOW), 2, 3),
-    "recall_context": (lambda ns, w: ns.recall_context("harbour ferry", 500), 7, 9),
+    "recall_context": (lambda ns, w: ns.recall_context("harbour ferry", 500), 6, 8),
     "get": (lambda ns, w: ns.get(w["harbour"]), 1, 2),
     "lineage": (lambda ns, w: ns.lineage(w["plan"]), 2, 3),
     "edges": (lambda ns, w: ns.edges(w["harbour"]), 1, 2),
