@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from memstore.db.compiled import Compiled, bound, cursor_for
+from memstore.db.compiled import Compiled, cursor_for, execute
 from memstore.errors import translate_db_error
 from memstore.models import PRIVACY_MAX
 
@@ -230,7 +230,7 @@ class PipelinedTransaction:
         try:
             with self.pipeline(commit=commit):
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(*bound(query, params))
+                    execute(cursor, query, params)
             return [cursor.fetchall() for cursor in cursors]
         finally:
             for cursor in cursors:
@@ -331,7 +331,7 @@ def statements_in_one_round_trip(
                 for statement in set_local(settings or {}):
                     raw.execute(statement)
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(*bound(query, params), prepare=prepare)
+                    execute(cursor, query, params, prepare=prepare)
             found: list[list[dict[str, Any]]] = [cursor.fetchall() for cursor in cursors]
         finally:
             for cursor in cursors:

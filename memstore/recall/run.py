@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 from sqlalchemy.engine import Connection
 
-from memstore.db.compiled import bound, cursor_for
+from memstore.db.compiled import cursor_for, execute
 from memstore.db.transaction import confined, set_local
 from memstore.embedding.base import Embedder
 from memstore.models import Hit
@@ -67,7 +67,7 @@ def send(
     for statement in set_local(run.settings):
         raw.execute(statement)
     if isinstance(cursor, psycopg.RawCursor):
-        cursor.execute(*bound(run.statement, run.params), prepare=prepare)
+        execute(cursor, run.statement, run.params, prepare=prepare)
     else:
         cursor.execute(run.statement, run.params, prepare=prepare)
 

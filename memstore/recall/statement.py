@@ -173,7 +173,7 @@ def compiled_statement(
 ) -> Compiled:
     """:func:`recall_statement`, rendered and its placeholders numbered once
     (memstore/db/compiled.py): psycopg would redo both on every recall."""
-    return Compiled(recall_statement(model, dims, exact, mode, confined, graph))
+    return Compiled(recall_statement(model, dims, exact, mode, confined, graph), binary=True)
 
 
 def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
