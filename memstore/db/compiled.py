@@ -79,9 +79,6 @@ def bound(query: object, params: Mapping[str, Any]) -> tuple[Any, Any]:
     return query, params
 
 
-def execute(
-    cursor: psycopg.Cursor[Any], query: Any, params: Mapping[str, Any], *, prepare: bool = False
-) -> None:
-    """Run ``query`` on a :func:`cursor_for` cursor (in a pipeline: queue it)."""
-    binary = isinstance(query, Compiled) and query.binary
-    cursor.execute(*bound(query, params), prepare=prepare, binary=binary)
+def binary_rows(query: object) -> bool:
+    """Whether ``query``'s rows are asked for in binary (a :class:`Compiled` that says so)."""
+    return isinstance(query, Compiled) and query.binary

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from memstore.db.compiled import Compiled, cursor_for, execute
+from memstore.db.compiled import Compiled, binary_rows, bound, cursor_for
 from memstore.errors import translate_db_error
 from memstore.models import PRIVACY_MAX
 
@@ -230,7 +230,7 @@ class PipelinedTransaction:
         try:
             with self.pipeline(commit=commit):
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    execute(cursor, query, params)
+                    cursor.execute(*bound(query, params), binary=binary_rows(query))
             return [cursor.fetchall() for cursor in cursors]
         finally:
             for cursor in cursors:
@@ -331,7 +331,8 @@ def statements_in_one_round_trip(
                 for statement in set_local(settings or {}):
                     raw.execute(statement)
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    execute(cursor, query, params, prepare=prepare)
+                    binary = binary_rows(query)
+                    cursor.execute(*bound(query, params), prepare=prepare, binary=binary)
             found: list[list[dict[str, Any]]] = [cursor.fetchall() for cursor in cursors]
         finally:
             for cursor in cursors:

@@ -212,13 +212,15 @@ seeds AS MATERIALIZED (
              AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)) IS NULL
       AND (SELECT r.id FROM memstore.redactions r
            WHERE r.namespace_id = %(ns)s AND r.node_id = w.b LIMIT 1) IS NULL
-    ORDER BY w.edge_id
+    -- An edge between two expanded seeds comes both ways: the lower end first
+    -- (any other choice would be the plan's).
+    ORDER BY w.edge_id, w.a
 )
 
 -- neighbour_edges --
 -- The edges graph evidence follows, as [[a, b, weight], ...]: computed once,
 -- repeated on every row as text that the client parses once (like term_counts).
-(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight))::text FROM near ne)
+(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight) ORDER BY ne.edge_id)::text FROM near ne)
 
 -- similarity_of --
 -- The cosine similarity of node n's vector to the query, for a candidate the

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 from sqlalchemy.engine import Connection
 
-from memstore.db.compiled import cursor_for, execute
+from memstore.db.compiled import binary_rows, bound, cursor_for
 from memstore.db.transaction import confined, set_local
 from memstore.embedding.base import Embedder
 from memstore.models import Hit
@@ -67,7 +67,8 @@ def send(
     for statement in set_local(run.settings):
         raw.execute(statement)
     if isinstance(cursor, psycopg.RawCursor):
-        execute(cursor, run.statement, run.params, prepare=prepare)
+        binary = binary_rows(run.statement)
+        cursor.execute(*bound(run.statement, run.params), prepare=prepare, binary=binary)
     else:
         cursor.execute(run.statement, run.params, prepare=prepare)
 
