@@ -4,7 +4,7 @@ psycopg turns a statement's ``%(name)s`` placeholders into the server's ``$n``
 on every execution, and caches the result only for statements under 4 KiB.
 Recall's statement is 7-12 KiB (recall.sql's fragments, composed), so every
 recall paid for rendering the composed SQL and scanning it for placeholders
-again: ~1.5 ms of client CPU a call (docs/benchmark-notes.md, stop 28).
+again: ~1 ms of client CPU a call (docs/benchmark-notes.md, stop 28).
 :class:`Compiled` does both once; :func:`cursor_for` gives it psycopg's raw
 cursor, which sends ``$n`` statements as they are, with :meth:`Compiled.values`
 as the parameters. Anywhere else (``EXPLAIN`` + it, ``as_string``, a plain
@@ -33,6 +33,10 @@ class Compiled(sql.Composed):
     (b'SELECT $1, $2, $1, 5 % 2', ('a', 'b'))
     >>> c.values({"a": 1, "b": "x", "unused": 0})
     [1, 'x']
+    >>> Compiled(sql.SQL("SELECT %(a)b"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a compiled statement takes %(name)s placeholders only
     """
 
     def __init__(self, statement: sql.Composable, *, binary: bool = False):
@@ -42,16 +46,14 @@ class Compiled(sql.Composed):
         self.binary = binary
         source = statement.as_bytes(None)
         names: list[str] = []
-        formats: dict[str, bytes] = {}
 
         def number(match: re.Match[bytes]) -> bytes:
             if match.group(3):
                 return b"%"
-            if match.group(4):
-                raise ValueError("a compiled statement takes named placeholders only")
-            name, fmt = match.group(1).decode(), match.group(2)
-            if formats.setdefault(name, fmt) != fmt:
-                raise ValueError(f"placeholder {name!r} is used with two formats")
+            if match.group(4) or match.group(2) != b"s":
+                # The raw cursor adapts every parameter in psycopg's automatic format.
+                raise ValueError("a compiled statement takes %(name)s placeholders only")
+            name = match.group(1).decode()
             if name not in names:
                 names.append(name)
             return b"$%d" % (names.index(name) + 1)

@@ -24,6 +24,7 @@ from memstore.config import Settings
 from memstore.db.replicas import ReadRouter
 from memstore.db.transaction import (
     PipelinedTransaction,
+    Statement,
     checked_namespace_transaction,
     declare_scope,
     pipelined_namespace_transaction,
@@ -285,6 +286,26 @@ class Scope:
         ) as (conn, rows):
             named = rows[0]["name"] if rows else None
             yield conn if check is None or self.still_named(namespace_id, named) else None
+
+    def rows_in_one_round_trip(
+        self,
+        privacy_ceiling: int | None,
+        statements: Callable[[int, Connection], list[Statement]],
+    ) -> list[list[dict[str, Any]]]:
+        """The rows of ``statements(namespace id, connection)``: a read in one round trip
+        (BEGIN, the scope, the statements, the name check and COMMIT in one pipeline), read
+        again once by a fresh lookup if the kept id had lost this name."""
+        ceiling = self.ceiling(privacy_ceiling)
+        for _ in range(2):
+            self.exists()  # another process may have created it since
+            namespace_id = self.id
+            with self.pipelined_reading(privacy_ceiling=ceiling) as tx:
+                *found, named = tx.rows(
+                    [*statements(namespace_id, tx.conn), name_check(namespace_id)], commit=True
+                )
+            if self.still_named(namespace_id, named[0]["name"] if named else None):
+                return found
+        self._renamed()
 
     def _renamed(self) -> NoReturn:
         """Raised when a namespace's name moved twice while it was being opened: only an

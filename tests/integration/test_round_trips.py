@@ -57,12 +57,12 @@ READS: dict[str, tuple[Read, int, int]] = {
     "neighbours depth 3": (lambda ns, w: ns.neighbours(w["harbour"], depth=3), 3, 4),
     "similarity": (lambda ns, w: ns.similarity(w["harbour"], w["ferry"]), 1, 2),
     "list_memories": (lambda ns, w: ns.list_memories(limit=10), 3, 4),
-    "timeline.recent": (lambda ns, w: ns.timeline.recent(5), 3, 4),
+    "timeline.recent": (lambda ns, w: ns.timeline.recent(5), 1, 2),
     "timeline.search": (lambda ns, w: ns.timeline.search("ferry"), 1, 2),
     "lessons.all": (lambda ns, w: ns.lessons.all(), 3, 4),
     "lessons.get": (lambda ns, w: ns.lessons.get(w["lesson"]), 4, 5),
     "lessons.search": (lambda ns, w: ns.lessons.search("harbour code"), 1, 2),
-    "procedures.all": (lambda ns, w: ns.procedures.all(), 3, 4),
+    "procedures.all": (lambda ns, w: ns.procedures.all(), 1, 2),
     "procedures.find_by_name": (lambda ns, w: ns.procedures.find_by_name("ferry"), 3, 4),
 }
 
