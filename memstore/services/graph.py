@@ -11,12 +11,13 @@ for, and a memory's edges are those of all its versions (docs/recall.md,
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
-from memstore.db.transaction import Statement
+from memstore.db.transaction import Statement, pipelined_namespace_transaction
 from memstore.errors import (
     InvalidInputError,
     NodeNotFoundError,
@@ -165,25 +166,33 @@ class GraphReader:
         node_id = checked_id(node_id)
         for _ in range(2):
             self.scope.exists()
-            namespace_id = self.scope.id
-            with self.scope.pipelined_reading(privacy_ceiling=ceiling) as tx:
-                asked, versions, named = tx.rows(
-                    [
-                        nodes_statement(tx.conn, namespace_id, [node_id]),
-                        lineage_sql.lineage_statement(tx.conn, namespace_id, node_id),
-                        name_check(namespace_id),
-                    ],
-                    commit=False,
-                )
-                if not self.scope.still_named(namespace_id, named[0]["name"] if named else None):
-                    continue
-                if not asked:
-                    self._missing(node_id)
-                ids = [int(row["id"]) for row in versions]
-                (rows,) = tx.rows([nodes_statement(tx.conn, namespace_id, ids)], commit=True)
-            found = nodes_of(rows, self.scope.name)
-            return [found[i] for i in ids if i in found]
+            read = partial(self._lineage, self.scope.id, node_id, ceiling)
+            nodes = self.scope.read(read)
+            if nodes is not None:
+                return nodes
         self._missing(node_id)  # the namespace's name went elsewhere twice
+
+    def _lineage(
+        self, namespace_id: int, node_id: int, ceiling: int, engine: Engine
+    ) -> list[Node] | None:
+        """:meth:`lineage` on ``engine``; None when the kept id had lost the name."""
+        with pipelined_namespace_transaction(engine, namespace_id, privacy_ceiling=ceiling) as tx:
+            asked, versions, named = tx.rows(
+                [
+                    nodes_statement(tx.conn, namespace_id, [node_id]),
+                    lineage_sql.lineage_statement(tx.conn, namespace_id, node_id),
+                    name_check(namespace_id),
+                ],
+                commit=False,
+            )
+            if not self.scope.still_named(namespace_id, named[0]["name"] if named else None):
+                return None
+            if not asked:
+                self._missing(node_id)
+            ids = [int(row["id"]) for row in versions]
+            (rows,) = tx.rows([nodes_statement(tx.conn, namespace_id, ids)], commit=True)
+        found = nodes_of(rows, self.scope.name)
+        return [found[i] for i in ids if i in found]
 
     def _in_one_round_trip(
         self,
@@ -195,13 +204,8 @@ class GraphReader:
         with the namespace's name check; read again once if the kept id had lost the name
         (the memory ``node_id`` is missing if it moved twice, as :meth:`edges` says)."""
         for _ in range(2):
-            self.scope.exists()
-            namespace_id = self.scope.id
-            with self.scope.pipelined_reading(privacy_ceiling=ceiling) as tx:
-                *found, named = tx.rows(
-                    [*statements(namespace_id, tx.conn), name_check(namespace_id)], commit=True
-                )
-            if self.scope.still_named(namespace_id, named[0]["name"] if named else None):
+            found, name = self.scope.rows_once(ceiling, statements)
+            if self.scope.still_named(self.scope.id, name):
                 return found
         self._missing(node_id)  # the namespace's name went elsewhere twice
 

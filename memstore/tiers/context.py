@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memstore import activation as spreading
@@ -60,6 +61,7 @@ from memstore.tiers.packet import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from memstore.db.transaction import PipelinedTransaction
     from memstore.recall import RecallPlan
     from memstore.services.recall import Recaller
     from memstore.services.scope import Scope
@@ -227,21 +229,29 @@ def packet_reading(
     and read again, once, after a fresh lookup (as every read does: Scope.still_named).
     """
     for _ in range(2):
-        ns.exists()  # another process may have created it since
-        namespace_id = ns.id
-        run = plan()
-        with ns.pipelined_reading(privacy_ceiling=ceiling) as tx:
-            read, name = read_packet_rows(
-                tx,
-                run,
-                {**tier_params, "ns": namespace_id},
-                prepare=prepare,
-                check=name_check(namespace_id),
-            )
-            if ns.still_named(namespace_id, name):
+        first = partial(_first_reads, plan(), tier_params, prepare)
+        with ns.opened_reading(ceiling, first) as (tx, (read, name)):
+            if ns.still_named(ns.id, name):
                 yield tx.conn, read
                 return
     ns._renamed()
+
+
+def _first_reads(
+    run: RecallPlan,
+    tier_params: dict[str, Any],
+    prepare: bool,
+    namespace_id: int,
+    tx: PipelinedTransaction,
+) -> tuple[PacketRows, str | None]:
+    """The packet's first pipeline (:func:`packet_reading`) in namespace ``namespace_id``."""
+    return read_packet_rows(
+        tx,
+        run,
+        {**tier_params, "ns": namespace_id},
+        prepare=prepare,
+        check=name_check(namespace_id),
+    )
 
 
 def served_procedures(
