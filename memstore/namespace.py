@@ -560,8 +560,7 @@ class Namespace:
         A node above ``privacy_ceiling`` (default: the store's) raises
         :class:`~memstore.errors.NodeNotFoundError` exactly as a missing id does.
         """
-        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
-            return tx.node(node_id)
+        return self._graph.node(node_id, privacy_ceiling=privacy_ceiling)
 
     def lineage(self, node_id: int, *, privacy_ceiling: int | None = None) -> list[Node]:
         """Every version of this memory, oldest first, ending with the current one.
@@ -569,8 +568,7 @@ class Namespace:
         Versions above ``privacy_ceiling`` (default: the store's) are left out;
         a ``node_id`` above it raises :class:`~memstore.errors.NodeNotFoundError`.
         """
-        with self.reading(privacy_ceiling=privacy_ceiling) as tx:
-            return tx.lineage(node_id)
+        return self._graph.lineage(node_id, privacy_ceiling=privacy_ceiling)
 
     def recall(
         self,

@@ -16,11 +16,14 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from memstore.db.compiled import Compiled, binary_rows, bound, cursor_for
 from memstore.errors import translate_db_error
 from memstore.models import PRIVACY_MAX
 
-# A statement and its parameters, for psycopg (``%(name)s`` placeholders).
-Statement = tuple[sql.SQL | sql.Composed | LiteralString, Mapping[str, Any]]
+# A statement and its parameters, for psycopg (``%(name)s`` placeholders; a Compiled
+# statement numbered them once: memstore/db/compiled.py).
+# bytes: a statement SQLAlchemy compiled for psycopg (pyformat placeholders).
+Statement = tuple[sql.SQL | sql.Composed | Compiled | LiteralString | bytes, Mapping[str, Any]]
 
 
 @contextmanager
@@ -219,6 +222,20 @@ class PipelinedTransaction:
             self.committed = False
             raise refused
 
+    def rows(self, statements: Sequence[Statement], *, commit: bool) -> list[list[dict[str, Any]]]:
+        """The rows of each of ``statements``, sent in one pipeline (with BEGIN and the scope
+        if the transaction has not started; with COMMIT if ``commit``): one wait for the
+        server."""
+        cursors = [cursor_for(self.raw, query) for query, _ in statements]
+        try:
+            with self.pipeline(commit=commit):
+                for cursor, (query, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(*bound(query, params), binary=binary_rows(query))
+            return [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
 
 @contextmanager
 def pipelined_namespace_transaction(
@@ -261,7 +278,7 @@ def pipelined_namespace_transaction(
 def in_one_round_trip(
     engine: Engine,
     namespace_id: int,
-    query: sql.SQL | sql.Composed | LiteralString,
+    query: sql.SQL | sql.Composed | Compiled | LiteralString | bytes,
     params: Mapping[str, Any],
     *,
     privacy_ceiling: int | None = None,
@@ -308,13 +325,14 @@ def statements_in_one_round_trip(
     with pipelined_namespace_transaction(
         engine, namespace_id, privacy_ceiling=privacy_ceiling
     ) as tx:
-        cursors = [tx.raw.cursor(row_factory=dict_row) for _ in statements]
+        cursors = [cursor_for(tx.raw, query) for query, _ in statements]
         try:
             with tx.pipeline(commit=True) as raw:
                 for statement in set_local(settings or {}):
                     raw.execute(statement)
                 for cursor, (query, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(query, params, prepare=prepare)
+                    binary = binary_rows(query)
+                    cursor.execute(*bound(query, params), prepare=prepare, binary=binary)
             found: list[list[dict[str, Any]]] = [cursor.fetchall() for cursor in cursors]
         finally:
             for cursor in cursors:

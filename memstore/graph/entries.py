@@ -23,6 +23,7 @@ from memstore.db.schema import (
     supersessions,
     tombstones,
 )
+from memstore.db.transaction import Statement
 from memstore.graph.rows import node_columns, to_node, within_ceiling
 from memstore.models import Node
 
@@ -71,12 +72,42 @@ def current_entries(
     at or before ``observed_until``, recorded at least ``older_than`` before the
     transaction began.
     """
+    query = _entries_query(ns.id, tier, label, node_type, scope, observed_until, older_than, limit)
+    return [to_node(row, ns.name) for row in conn.execute(query).mappings()]
+
+
+def entries_statement(
+    conn: Connection,
+    namespace_id: int,
+    tier: str,
+    *,
+    node_type: str | None = None,
+    scope: str | None = None,
+    limit: int | None = None,
+) -> Statement:
+    """:func:`current_entries`' statement compiled for psycopg, to send in a pipeline with
+    a transaction's opening (Scope.rows_in_one_round_trip); ``to_node`` reads its rows."""
+    query = _entries_query(namespace_id, tier, None, node_type, scope, None, None, limit)
+    compiled = query.compile(dialect=conn.dialect)
+    return str(compiled).encode(), compiled.params
+
+
+def _entries_query(
+    namespace_id: int,
+    tier: str,
+    label: str | None,
+    node_type: str | None,
+    scope: str | None,
+    observed_until: datetime | None,
+    older_than: timedelta | None,
+    limit: int | None,
+) -> sa.Select[Any]:
     query = (
-        sa.select(*node_columns(nodes, ns.id))
+        sa.select(*node_columns(nodes, namespace_id))
         .where(
-            nodes.c.namespace_id == ns.id,
+            nodes.c.namespace_id == namespace_id,
             nodes.c.tier == tier,
-            is_current(ns.id),
+            is_current(namespace_id),
             within_ceiling(nodes),
         )
         .order_by(nodes.c.observed_at.desc().nulls_last(), nodes.c.id.desc())
@@ -93,7 +124,7 @@ def current_entries(
         query = query.where(nodes.c.recorded_at <= sa.func.now() - older_than)
     if limit is not None:
         query = query.limit(limit)
-    return [to_node(row, ns.name) for row in conn.execute(query).mappings()]
+    return query
 
 
 def count_current(

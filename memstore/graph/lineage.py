@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from memstore.db.schema import supersessions, tombstones
+from memstore.db.transaction import Statement
 from memstore.models import TargetKind
 
 
@@ -101,6 +102,13 @@ def lineage_ids(conn: Connection, namespace_id: int, node_id: int) -> list[int]:
     """Every version linked to ``node_id``, oldest first (merges list all their sources)."""
     rows = conn.execute(LINEAGE, {"node": node_id, "ns": namespace_id}).all()
     return [int(row[0]) for row in rows]
+
+
+def lineage_statement(conn: Connection, namespace_id: int, node_id: int) -> Statement:
+    """:func:`lineage_ids`' statement compiled for psycopg, to send in a pipeline beside
+    others; its rows' ``id`` column holds the versions in order."""
+    compiled = LINEAGE.compile(dialect=conn.dialect)
+    return str(compiled).encode(), {"node": node_id, "ns": namespace_id}
 
 
 def current_version(conn: Connection, namespace_id: int, node_id: int) -> int:

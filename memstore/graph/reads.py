@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
 from memstore.db.queries import named_queries
-from memstore.db.transaction import PipelinedTransaction
+from memstore.db.transaction import PipelinedTransaction, Statement
 from memstore.graph.namespaces import NAME_SQL
 from memstore.models import Edge
 
@@ -172,12 +172,22 @@ def stored_vectors(
     conn: Connection, namespace_id: int, model: str, node_ids: list[int]
 ) -> dict[int, np.ndarray[Any, Any]]:
     """The ``model`` vectors stored for ``node_ids`` (a node without one is absent)."""
-    params = {"ns": namespace_id, "model": model, "ids": sorted(set(node_ids))}
+    _, params = vectors_statement(namespace_id, model, node_ids)
+    return vectors_of(_rows(conn, "vectors", dict(params)))
+
+
+def vectors_statement(namespace_id: int, model: str, node_ids: list[int]) -> Statement:
+    """:func:`stored_vectors`' statement, to send in a pipeline beside others."""
+    return QUERIES["vectors"], {"ns": namespace_id, "model": model, "ids": sorted(set(node_ids))}
+
+
+def vectors_of(rows: list[dict[str, Any]]) -> dict[int, np.ndarray[Any, Any]]:
+    """The vectors of :func:`vectors_statement`'s rows, by node id."""
     return {
         int(row["node_id"]): np.asarray(
             [float(x) for x in row["embedding"].strip("[]").split(",")], dtype=np.float64
         )
-        for row in _rows(conn, "vectors", params)
+        for row in rows
     }
 
 

@@ -130,13 +130,29 @@ def fetch_nodes(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = (
+    rows = conn.execute(_nodes_query(namespace_id, wanted)).mappings()
+    return {row["id"]: to_node(row, namespace) for row in rows}
+
+
+def _nodes_query(namespace_id: int, wanted: list[int]) -> sa.Select[Any]:
+    return (
         sa.select(*node_columns(nodes, namespace_id))
         .where(nodes.c.namespace_id == namespace_id)
         .where(any_of(nodes.c.id, wanted))
         .where(within_ceiling(nodes))
     )
-    return {row["id"]: to_node(row, namespace) for row in conn.execute(query).mappings()}
+
+
+def nodes_statement(conn: Connection, namespace_id: int, ids: Iterable[int]) -> Statement:
+    """:func:`fetch_nodes`' statement compiled for psycopg, to send in a pipeline beside
+    others (PipelinedTransaction.rows); :func:`nodes_of` reads its rows."""
+    compiled = _nodes_query(namespace_id, sorted(set(ids))).compile(dialect=conn.dialect)
+    return str(compiled).encode(), compiled.params
+
+
+def nodes_of(rows: Iterable[Mapping[str, Any]], namespace: str) -> dict[int, Node]:
+    """The nodes of :func:`nodes_statement`'s rows, by id."""
+    return {row["id"]: to_node(row, namespace) for row in rows}
 
 
 def fetch_edges(

@@ -12,10 +12,10 @@ from importlib.resources import files
 from typing import Any, NamedTuple
 
 from psycopg import sql
-from psycopg.rows import dict_row
-from sqlalchemy.engine import Connection
 
+from memstore.db.compiled import cursor_for
 from memstore.db.queries import named_queries
+from memstore.db.transaction import PipelinedTransaction, Statement
 from memstore.recall.run import send
 from memstore.recall.statement import RecallPlan
 
@@ -52,26 +52,35 @@ class PacketRows(NamedTuple):
 
 
 def read_packet_rows(
-    conn: Connection, run: RecallPlan, tier_params: dict[str, Any], *, prepare: bool
-) -> PacketRows:
-    """Send the recall, the tier read and the redactions count in one pipeline on ``conn``'s
-    open transaction; ``tier_params`` are context.sql's (``session_id`` None: every
-    session's turns; ``tags`` None or absent: every memory)."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
+    tx: PipelinedTransaction,
+    run: RecallPlan,
+    tier_params: dict[str, Any],
+    *,
+    prepare: bool,
+    check: Statement,
+) -> tuple[PacketRows, str | None]:
+    """Send the recall, the tier read, the redactions count and ``check`` (the namespace's
+    name check) in one pipeline on ``tx`` (with BEGIN and the scope, when it has not
+    started yet); ``tier_params`` are context.sql's (``session_id`` None: every session's
+    turns; ``tags`` None or absent: every memory). The rows, and the name ``check`` read."""
+    raw = tx.raw
     session = tier_params["session_id"] is not None
     tagged = bool(tier_params.get("tags"))
     with (
-        raw.cursor(row_factory=dict_row) as recalled,
+        cursor_for(raw, run.statement) as recalled,
         raw.cursor() as tiered,
         raw.cursor() as counted,
+        raw.cursor() as checked,
     ):
-        with raw.pipeline():
+        with tx.pipeline():
             send(raw, recalled, run, prepare=prepare)
             statements = TAGGED_TIER_CANDIDATES if tagged else TIER_CANDIDATES
             tiered.execute(statements[session], tier_params, prepare=prepare)
             counted.execute(REDACTED_COUNT, {"ns": tier_params["ns"]}, prepare=prepare)
+            checked.execute(check[0], check[1])
         recall_rows = recalled.fetchall()
         tier_rows = tiered.fetchall()
         count = counted.fetchone()
-    return PacketRows(recall_rows, tier_rows, int(count[0]) if count else 0)
+        named = checked.fetchone()
+    rows = PacketRows(recall_rows, tier_rows, int(count[0]) if count else 0)
+    return rows, None if named is None else str(named[0])

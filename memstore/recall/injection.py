@@ -16,6 +16,7 @@ has no pattern for passes unflagged.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -128,15 +129,30 @@ def instruction_signals(*texts: str | None) -> tuple[str, ...]:
     """
     found: set[str] = set()
     for text in texts:
-        if not text:
-            continue
-        seen = normalised(text)
-        if not _ANY.search(seen):
-            continue
-        for name, patterns in _PATTERNS.items():
-            if name not in found and any(p.search(seen) for p in patterns):
-                found.add(name)
+        if text:
+            found |= _remembered(text) if len(text) <= REMEMBERED_CHARS else _signals(text)
     return tuple(name for name in SIGNALS if name in found)
+
+
+def _signals(text: str) -> frozenset[str]:
+    """The signals found in one text."""
+    seen = normalised(text)
+    if not _ANY.search(seen):
+        return frozenset()
+    return frozenset(
+        name for name, patterns in _PATTERNS.items() if any(p.search(seen) for p in patterns)
+    )
+
+
+# A recall scans its ten hits (~0.1 ms each) and a context packet its ~40 items,
+# and the same memories come back call after call: the answers for the texts
+# seen last are kept (a text is its own key, so a memory's new version or a
+# redaction, being new text, is scanned anew). At most REMEMBERED texts of at
+# most REMEMBERED_CHARS characters: a few megabytes; longer texts are scanned
+# every time.
+REMEMBERED = 4_096
+REMEMBERED_CHARS = 1_000
+_remembered = functools.lru_cache(maxsize=REMEMBERED)(_signals)
 
 
 # A timeline turn is stored as "role: content" (memstore/tiers/timeline.py,

@@ -56,9 +56,34 @@ semantic AS MATERIALIZED (
     WHERE e.namespace_id = %(ns)s AND e.model = {model}
     ORDER BY {distance}
     LIMIT %(semantic_limit)s
-), semantic_ranked AS (
-    -- relaxed_order iterative scans may return rows slightly out of order.
-    SELECT id, distance, row_number() OVER (ORDER BY distance) AS rank FROM semantic
+)
+
+-- semantic_exact --
+-- The semantic candidates of an exact search (a small namespace, statement.py
+-- EXACT_SEARCH_MAX): the namespace's vectors read through their primary key
+-- and sorted, then checked against the filters in distance order until the
+-- limit is met. Joined first, every vector paid a node lookup (681 for 50
+-- kept), or the planner scanned the whole table's vectors in parallel
+-- (docs/benchmark-notes.md, stop 28). Equal distances (the same text, or the
+-- hashing embedder's short turns) are ordered by id: they came in whatever
+-- order the plan produced, so a plan change could reorder the candidates.
+semantic AS MATERIALIZED (
+    SELECT c.id, c.distance
+    FROM (SELECT e.node_id AS id, {distance} AS distance
+          FROM memstore.embeddings e
+          WHERE e.namespace_id = %(ns)s AND e.model = {model}
+          ORDER BY distance, id
+          OFFSET 0) AS c
+    JOIN filtered f ON f.namespace_id = %(ns)s AND f.id = c.id
+    ORDER BY c.distance, c.id
+    LIMIT %(semantic_limit)s
+)
+
+-- semantic_ranked --
+semantic_ranked AS (
+    -- relaxed_order iterative scans may return rows slightly out of order;
+    -- equal distances rank by id.
+    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank FROM semantic
 )
 
 -- lexical --
@@ -76,7 +101,10 @@ query_terms AS MATERIALIZED (
           FROM unnest(to_tsvector('english', %(text)s)) AS u) AS t
     LEFT JOIN unnest(%(known_terms)s::text[], %(known_counts)s::bigint[]) AS k (term, df)
            ON k.term = t.term
-    CROSS JOIN LATERAL (SELECT coalesce(k.df, ({document_count})) AS df) AS d
+    -- OFFSET 0 keeps the count a subquery of its own, evaluated once per term:
+    -- pulled up, it was inlined into each of df's four uses and counted four
+    -- times (EXPLAIN: four SubPlans per term; docs/benchmark-notes.md, stop 28).
+    CROSS JOIN LATERAL (SELECT coalesce(k.df, ({document_count})) AS df OFFSET 0) AS d
 ), query_arrays AS MATERIALIZED (
     -- The same terms and idf as two aligned arrays, for BM25 (BM25 in __init__.py).
     SELECT array_agg(q.term) AS terms, array_agg(q.idf) AS idfs FROM query_terms q
@@ -184,13 +212,15 @@ seeds AS MATERIALIZED (
              AND (%(as_of)s::timestamptz IS NULL OR t.at <= %(as_of)s::timestamptz)) IS NULL
       AND (SELECT r.id FROM memstore.redactions r
            WHERE r.namespace_id = %(ns)s AND r.node_id = w.b LIMIT 1) IS NULL
-    ORDER BY w.edge_id
+    -- An edge between two expanded seeds comes both ways: the lower end first
+    -- (any other choice would be the plan's).
+    ORDER BY w.edge_id, w.a
 )
 
 -- neighbour_edges --
 -- The edges graph evidence follows, as [[a, b, weight], ...]: computed once,
 -- repeated on every row as text that the client parses once (like term_counts).
-(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight))::text FROM near ne)
+(SELECT json_agg(json_build_array(ne.a, ne.b, ne.weight) ORDER BY ne.edge_id)::text FROM near ne)
 
 -- similarity_of --
 -- The cosine similarity of node n's vector to the query, for a candidate the

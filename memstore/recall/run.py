@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg.rows import dict_row
 from sqlalchemy.engine import Connection
 
+from memstore.db.compiled import binary_rows, bound, cursor_for
 from memstore.db.transaction import confined, set_local
 from memstore.embedding.base import Embedder
 from memstore.models import Hit
@@ -62,10 +62,15 @@ def send(
     raw: psycopg.Connection[Any], cursor: psycopg.Cursor[Any], run: RecallPlan, *, prepare: bool
 ) -> None:
     """Queue a planned recall in ``raw``'s pipeline: its settings, then its statement on
-    ``cursor`` (whose rows the caller fetches once the pipeline has synced)."""
+    ``cursor`` (whose rows the caller fetches once the pipeline has synced; a
+    :func:`memstore.db.compiled.cursor_for` the statement, or any dict-row cursor)."""
     for statement in set_local(run.settings):
         raw.execute(statement)
-    cursor.execute(run.statement, run.params, prepare=prepare)
+    if isinstance(cursor, psycopg.RawCursor):
+        binary = binary_rows(run.statement)
+        cursor.execute(*bound(run.statement, run.params), prepare=prepare, binary=binary)
+    else:
+        cursor.execute(run.statement, run.params, prepare=prepare)
 
 
 def run_in(conn: Connection, run: RecallPlan, *, prepare: bool = False) -> list[dict[str, Any]]:
@@ -73,7 +78,7 @@ def run_in(conn: Connection, run: RecallPlan, *, prepare: bool = False) -> list[
     pipeline (one wait for the server); ``prepare`` keeps the statement prepared."""
     raw = conn.connection.driver_connection
     assert raw is not None
-    with raw.cursor(row_factory=dict_row) as cursor:
+    with cursor_for(raw, run.statement) as cursor:
         with raw.pipeline():
             send(raw, cursor, run, prepare=prepare)
         rows: list[dict[str, Any]] = cursor.fetchall()

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from psycopg import sql
 
+from memstore.db.compiled import Compiled
 from memstore.db.queries import named_queries
 from memstore.db.transaction import set_local
 from memstore.embedding.base import Embedder
@@ -119,7 +120,8 @@ def recall_statement(
     sources: list[sql.Composable] = []
     joins: list[sql.Composable] = []
     if mode != "lexical":
-        ctes.append(sql.SQL(QUERIES["semantic"]).format(**values))
+        search = QUERIES["semantic_exact" if exact else "semantic"]
+        ctes.append(sql.SQL(search + ",\n" + QUERIES["semantic_ranked"]).format(**values))
         sources.append(sql.SQL("SELECT id FROM semantic_ranked"))
         joins.append(sql.SQL("LEFT JOIN semantic_ranked sr ON sr.id = n.id"))
     if mode != "semantic":
@@ -158,6 +160,20 @@ def recall_statement(
         rank_joins=sql.SQL("\n").join(joins),
     )
     return sql.SQL("WITH {}\n{}").format(sql.SQL(",\n").join(ctes), select)
+
+
+@cache
+def compiled_statement(
+    model: str,
+    dims: int,
+    exact: bool,
+    mode: RecallMode = "hybrid",
+    confined: bool = False,
+    graph: bool = False,
+) -> Compiled:
+    """:func:`recall_statement`, rendered and its placeholders numbered once
+    (memstore/db/compiled.py): psycopg would redo both on every recall."""
+    return Compiled(recall_statement(model, dims, exact, mode, confined, graph), binary=True)
 
 
 def search_settings(pool: int, *, filtered: bool = False) -> dict[str, str]:
@@ -209,7 +225,7 @@ def searched_exactly(vectors: int, indexed: int | None) -> bool:
 class RecallPlan(NamedTuple):
     """One recall as a statement, its parameters, and the settings it runs under."""
 
-    statement: sql.Composed
+    statement: Compiled
     params: dict[str, Any]
     settings: dict[str, str]
 
@@ -240,7 +256,7 @@ def plan(
     params = recall_params(namespace_id, q, vector, text_stats, known)
     hnsw = params["semantic_limit"] and not exact
     return RecallPlan(
-        recall_statement(
+        compiled_statement(
             embedder.name, embedder.dims, exact, q.mode, confined, q.graph_evidence > 0
         ),
         params,

@@ -10,10 +10,14 @@ for, and a memory's edges are those of all its versions (docs/recall.md,
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NoReturn
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.engine import Connection, Engine
 
+from memstore.db.transaction import Statement, pipelined_namespace_transaction
 from memstore.errors import (
     InvalidInputError,
     NodeNotFoundError,
@@ -23,8 +27,9 @@ from memstore.errors import (
 )
 from memstore.graph import lineage as lineage_sql
 from memstore.graph import reads
-from memstore.graph.rows import fetch_nodes
-from memstore.inputs import validated
+from memstore.graph.namespaces import name_check
+from memstore.graph.rows import fetch_nodes, nodes_of, nodes_statement
+from memstore.inputs import checked_id, validated
 from memstore.models import Edge, Neighbour, Node, RowId
 from memstore.services.scope import Scope
 from memstore.tx import NamespaceTransaction
@@ -141,13 +146,90 @@ class GraphReader:
             return [Neighbour(node=found[i], distance=d) for i, d in near if i in found]
         self._missing(query.node_id)  # the namespace's name went elsewhere twice
 
+    def node(self, node_id: int, *, privacy_ceiling: int | None = None) -> Node:
+        """See :meth:`memstore.namespace.Namespace.get`: one round trip (the node, the
+        namespace's name check, BEGIN, the scope and COMMIT in one pipeline)."""
+        ceiling = self.scope.ceiling(privacy_ceiling)
+        node_id = checked_id(node_id)
+        (rows,) = self._in_one_round_trip(
+            ceiling, node_id, lambda ns, conn: [nodes_statement(conn, ns, [node_id])]
+        )
+        found = nodes_of(rows, self.scope.name)
+        if node_id not in found:
+            self._missing(node_id)
+        return found[node_id]
+
+    def lineage(self, node_id: int, *, privacy_ceiling: int | None = None) -> list[Node]:
+        """See :meth:`memstore.namespace.Namespace.lineage`: two round trips (the node,
+        its versions' ids and the name check; then the versions, with COMMIT)."""
+        ceiling = self.scope.ceiling(privacy_ceiling)
+        node_id = checked_id(node_id)
+        for _ in range(2):
+            self.scope.exists()
+            read = partial(self._lineage, self.scope.id, node_id, ceiling)
+            nodes = self.scope.read(read)
+            if nodes is not None:
+                return nodes
+        self._missing(node_id)  # the namespace's name went elsewhere twice
+
+    def _lineage(
+        self, namespace_id: int, node_id: int, ceiling: int, engine: Engine
+    ) -> list[Node] | None:
+        """:meth:`lineage` on ``engine``; None when the kept id had lost the name."""
+        with pipelined_namespace_transaction(engine, namespace_id, privacy_ceiling=ceiling) as tx:
+            asked, versions, named = tx.rows(
+                [
+                    nodes_statement(tx.conn, namespace_id, [node_id]),
+                    lineage_sql.lineage_statement(tx.conn, namespace_id, node_id),
+                    name_check(namespace_id),
+                ],
+                commit=False,
+            )
+            if not self.scope.still_named(namespace_id, named[0]["name"] if named else None):
+                return None
+            if not asked:
+                self._missing(node_id)
+            ids = [int(row["id"]) for row in versions]
+            (rows,) = tx.rows([nodes_statement(tx.conn, namespace_id, ids)], commit=True)
+        found = nodes_of(rows, self.scope.name)
+        return [found[i] for i in ids if i in found]
+
+    def _in_one_round_trip(
+        self,
+        ceiling: int,
+        node_id: int,
+        statements: Callable[[int, Connection], list[Statement]],
+    ) -> list[list[dict[str, Any]]]:
+        """The rows of ``statements(namespace id, connection)``, read in one round trip
+        with the namespace's name check; read again once if the kept id had lost the name
+        (the memory ``node_id`` is missing if it moved twice, as :meth:`edges` says)."""
+        for _ in range(2):
+            found, name = self.scope.rows_once(ceiling, statements)
+            if self.scope.still_named(self.scope.id, name):
+                return found
+        self._missing(node_id)  # the namespace's name went elsewhere twice
+
     def similarity(self, a: int, b: int, *, privacy_ceiling: int | None = None) -> float:
-        """See :meth:`memstore.namespace.Namespace.similarity`."""
+        """See :meth:`memstore.namespace.Namespace.similarity`: one round trip (both
+        nodes and their vectors)."""
+        ceiling = self.scope.ceiling(privacy_ceiling)
         query = validated(SimilarityQuery, a=a, b=b)
         model = self.scope.embedder.name
-        with self.scope.reading(privacy_ceiling=privacy_ceiling) as tx:
-            nodes = [tx.node(query.a), tx.node(query.b)]  # raises for one it cannot see
-            vectors = reads.stored_vectors(tx.conn, tx.id, model, [query.a, query.b])
+        both = [query.a, query.b]
+        rows, stored = self._in_one_round_trip(
+            ceiling,
+            query.a,
+            lambda ns, conn: [
+                nodes_statement(conn, ns, both),
+                reads.vectors_statement(ns, model, both),
+            ],
+        )
+        found = nodes_of(rows, self.scope.name)
+        for node_id in both:  # raises for the first it cannot see
+            if node_id not in found:
+                self._missing(node_id)
+        nodes = [found[query.a], found[query.b]]
+        vectors = reads.vectors_of(stored)
         for node in nodes:
             if node.id not in vectors:
                 raise NodeStateError(

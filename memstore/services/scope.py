@@ -24,6 +24,7 @@ from memstore.config import Settings
 from memstore.db.replicas import ReadRouter
 from memstore.db.transaction import (
     PipelinedTransaction,
+    Statement,
     checked_namespace_transaction,
     declare_scope,
     pipelined_namespace_transaction,
@@ -293,6 +294,65 @@ class Scope:
         ) as (conn, rows):
             named = rows[0]["name"] if rows else None
             yield conn if check is None or self.still_named(namespace_id, named) else None
+
+    def rows_in_one_round_trip(
+        self,
+        privacy_ceiling: int | None,
+        statements: Callable[[int, Connection], list[Statement]],
+    ) -> list[list[dict[str, Any]]]:
+        """The rows of ``statements(namespace id, connection)``: a read in one round trip
+        (BEGIN, the scope, the statements, the name check and COMMIT in one pipeline), read
+        again once by a fresh lookup if the kept id had lost this name."""
+        ceiling = self.ceiling(privacy_ceiling)
+        for _ in range(2):
+            found, name = self.rows_once(ceiling, statements)
+            if self.still_named(self.id, name):
+                return found
+        self.renamed()
+
+    def rows_once(
+        self, ceiling: int, statements: Callable[[int, Connection], list[Statement]]
+    ) -> tuple[list[list[dict[str, Any]]], str | None]:
+        """One attempt of :meth:`rows_in_one_round_trip`: the rows and the name the kept id
+        has now (the caller decides with :meth:`still_named`). On a replica that fails
+        it, the whole read runs again on the primary (:meth:`read`)."""
+        self.exists()  # another process may have created it since
+        namespace_id = self.id
+
+        def once(engine: Engine) -> tuple[list[list[dict[str, Any]]], str | None]:
+            with pipelined_namespace_transaction(
+                engine, namespace_id, privacy_ceiling=ceiling
+            ) as tx:
+                *found, named = tx.rows(
+                    [*statements(namespace_id, tx.conn), name_check(namespace_id)], commit=True
+                )
+            return found, (str(named[0]["name"]) if named else None)
+
+        return self.read(once)
+
+    @contextmanager
+    def opened_reading(
+        self, privacy_ceiling: int, first: Callable[[int, PipelinedTransaction], T]
+    ) -> Iterator[tuple[PipelinedTransaction, T]]:
+        """:meth:`pipelined_reading` whose first reads (``first(namespace id, tx)``, the
+        transaction's opening riding with them) count as its opening: on a replica that
+        fails them it is opened again on the primary, as :meth:`reading` is."""
+        self.exists()
+        namespace_id = self.id
+
+        @contextmanager
+        def open_on(engine: Engine) -> Iterator[tuple[PipelinedTransaction, T]]:
+            with pipelined_namespace_transaction(
+                engine, namespace_id, privacy_ceiling=privacy_ceiling
+            ) as tx:
+                yield tx, first(namespace_id, tx)
+
+        if self.reads is None:
+            with open_on(self.engine) as opened:
+                yield opened
+            return
+        with self.reads.reading(open_on) as opened:
+            yield opened
 
     def renamed(self) -> NoReturn:
         """Raised when a namespace's name moved twice while it was being opened: only an

@@ -14,18 +14,22 @@ budget as the token counter counts it.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from memstore import activation as spreading
 from memstore.activation.model import ActivateRequest
 from memstore.embedding import cache
 from memstore.graph import outcomes
+from memstore.graph.namespaces import name_check
 from memstore.graph.rows import fetch_nodes
 from memstore.inputs import validated
 from memstore.law.policy import AGENCY, SHORT_TERM
 from memstore.recall import RecallQuery
 from memstore.recall import ranked as recall_ranked
-from memstore.recall.context import read_packet_rows
+from memstore.recall.context import PacketRows, read_packet_rows
 from memstore.recall.ranking import neighbour_edges
 from memstore.tiers.common import LESSONS, PROCEDURES, SCRATCHPAD, TIMELINE
 from memstore.tiers.packet import (
@@ -57,6 +61,8 @@ from memstore.tiers.packet import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from memstore.db.transaction import PipelinedTransaction
+    from memstore.recall import RecallPlan
     from memstore.services.recall import Recaller
     from memstore.services.scope import Scope
 
@@ -115,21 +121,21 @@ def gather(
     prepare = ns.settings.prepared_statements
     # Every read below runs under the ceiling: the recall and the pull filter by
     # it, context.sql's reads by the ceiling this transaction declares.
-    with ns.reading(privacy_ceiling=ceiling) as tx:
-        started = time.perf_counter()
-        run = recaller.plan(spec, vector, tx.conn)
-        tier_params = {
-            "ns": ns.id,
-            "max_pins": MAX_PINS,
-            "max_lessons": MAX_LESSONS,
-            "lesson_threshold": LESSON_THRESHOLD,
-            "recent_turns": RECENT_TURNS,
-            "open_pressures": OPEN_PRESSURES,
-            "fresh_short_term": FRESH_SHORT_TERM,
-            "session_id": request.session_id,
-            "tags": request.tags or None,
-        }
-        read = read_packet_rows(tx.conn, run, tier_params, prepare=prepare)
+    tier_params = {
+        "max_pins": MAX_PINS,
+        "max_lessons": MAX_LESSONS,
+        "lesson_threshold": LESSON_THRESHOLD,
+        "recent_turns": RECENT_TURNS,
+        "open_pressures": OPEN_PRESSURES,
+        "fresh_short_term": FRESH_SHORT_TERM,
+        "session_id": request.session_id,
+        "tags": request.tags or None,
+    }
+    started = time.perf_counter()
+    reading = packet_reading(
+        ns, ceiling, lambda: recaller.plan(spec, vector), tier_params, prepare=prepare
+    )
+    with reading as (conn, read):
         recall_rows, tier_rows, redacted = read
         recaller.learn(recall_rows)
         # The hits stay rows: a packet shows few of them, and builds what it shows.
@@ -147,9 +153,7 @@ def gather(
         candidates["scratchpad"] = by_relevance(entries[SCRATCHPAD], relevance, "pinned")
         candidates["lessons"] = by_relevance(entries[LESSONS], relevance, "high confidence")
         procedures = [Entry.of_row(r.row) for r in top if r.row["tier"] == PROCEDURES]
-        candidates["procedures"] = served_procedures(
-            tx.conn, ns, procedures, relevance, request.role
-        )
+        candidates["procedures"] = served_procedures(conn, ns, procedures, relevance, request.role)
         relevant_turns = [Entry.of_row(r.row) for r in top if r.row["tier"] == TIMELINE]
         turns = relevant_turns + [t for t in entries[TIMELINE] if t.id not in relevance]
         candidates["timeline"] = with_adjacent(
@@ -174,7 +178,7 @@ def gather(
         graph: list[tuple[Entry, float, str]] = []
         if seeds:
             activated = spreading.run(
-                tx.conn,
+                conn,
                 ns.id,
                 ns.name,
                 seeds,
@@ -203,8 +207,51 @@ def gather(
         # Freshness of every candidate, not only the chosen: one statement in
         # this transaction instead of a transaction of its own after the fill.
         every = [node.id for section in candidates.values() for node, _, _ in section]
-        missing, stale = cache.unfresh(tx.conn, ns.id, ns.embedder.name, every, prepare=prepare)
+        missing, stale = cache.unfresh(conn, ns.id, ns.embedder.name, every, prepare=prepare)
     return Gathered(candidates, redacted, missing, stale)
+
+
+@contextmanager
+def packet_reading(
+    ns: Scope,
+    ceiling: int,
+    plan: Callable[[], RecallPlan],
+    tier_params: dict[str, Any],
+    *,
+    prepare: bool,
+) -> Iterator[tuple[Connection, PacketRows]]:
+    """The packet's transaction (:meth:`Scope.reading`'s, under ``ceiling``) and its first
+    reads (recall/context.py :func:`read_packet_rows`): the transaction's opening and the
+    namespace's name check travel with them, one wait for the server where there were two.
+
+    The recall is planned (``plan``) before the transaction opens, from the namespace's
+    kept sizes. Rows read under a kept id that has lost the namespace's name are dropped
+    and read again, once, after a fresh lookup (as every read does: Scope.still_named).
+    """
+    for _ in range(2):
+        first = partial(_first_reads, plan(), tier_params, prepare)
+        with ns.opened_reading(ceiling, first) as (tx, (read, name)):
+            if ns.still_named(ns.id, name):
+                yield tx.conn, read
+                return
+    ns.renamed()
+
+
+def _first_reads(
+    run: RecallPlan,
+    tier_params: dict[str, Any],
+    prepare: bool,
+    namespace_id: int,
+    tx: PipelinedTransaction,
+) -> tuple[PacketRows, str | None]:
+    """The packet's first pipeline (:func:`packet_reading`) in namespace ``namespace_id``."""
+    return read_packet_rows(
+        tx,
+        run,
+        {**tier_params, "ns": namespace_id},
+        prepare=prepare,
+        check=name_check(namespace_id),
+    )
 
 
 def served_procedures(

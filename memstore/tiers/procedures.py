@@ -25,10 +25,12 @@ from memstore.graph.entries import (
     bump_state,
     count_current,
     current_entries,
+    entries_statement,
     last_recorded,
     learned_counts,
 )
 from memstore.graph.proposals import write_operations
+from memstore.graph.rows import to_node
 from memstore.inputs import checked_id, checked_reason, checked_text, validated
 from memstore.models import MemoryInput, Node, NodeStatus
 from memstore.tiers.common import (
@@ -342,8 +344,13 @@ class Procedures:
 
     def all(self, *, privacy_ceiling: int | None = None) -> list[Node]:
         """Every current procedure up to ``privacy_ceiling`` (default: the store's), by name."""
-        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            found = current_entries(tx.conn, self.ns, PROCEDURES, node_type=PROCEDURE_TYPE)
+        (rows,) = self.ns.rows_in_one_round_trip(
+            privacy_ceiling,
+            lambda namespace_id, conn: [
+                entries_statement(conn, namespace_id, PROCEDURES, node_type=PROCEDURE_TYPE)
+            ],
+        )
+        found = [to_node(row, self.ns.name) for row in rows]
         return sorted(found, key=lambda node: (node.label or "", node.id))
 
     def versions(self, name_or_id: str | int, *, privacy_ceiling: int | None = None) -> list[Node]:

@@ -18,9 +18,10 @@ from memstore.db.transaction import transaction
 from memstore.embedding import cache
 from memstore.errors import ContentTooLargeError, InvalidInputError
 from memstore.graph.content import checked_content, content_hash
-from memstore.graph.entries import count_current, current_entries, now
+from memstore.graph.entries import count_current, current_entries, entries_statement, now
 from memstore.graph.keyed import lock_labels
 from memstore.graph.nodes import analyze_nodes, copy_new_nodes, may_copy_directly
+from memstore.graph.rows import to_node
 from memstore.graph.turns import (
     Key,
     Latest,
@@ -340,10 +341,15 @@ class Timeline:
             raise InvalidInputError("n must be an integer from 1 to 10000", field="n")
         if session_id is not None:
             session_id = checked_text(session_id, "session_id")
-        with self.ns.reading(privacy_ceiling=privacy_ceiling) as tx:
-            return current_entries(
-                tx.conn, self.ns, TIMELINE, node_type=TURN, scope=session_id, limit=n
-            )
+        (rows,) = self.ns.rows_in_one_round_trip(
+            privacy_ceiling,
+            lambda namespace_id, conn: [
+                entries_statement(
+                    conn, namespace_id, TIMELINE, node_type=TURN, scope=session_id, limit=n
+                )
+            ],
+        )
+        return [to_node(row, self.ns.name) for row in rows]
 
     def search(
         self, query: str, limit: int = 10, *, privacy_ceiling: int | None = None
