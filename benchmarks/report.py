@@ -322,7 +322,8 @@ def header(run: Run) -> str:
         f" {m.get('machine', {}).get('commit')}; the suite took"
         f" {sum(m.get('timings_s', {}).values()) / 60:.0f} minutes).",
         *(
-            f"Re-run afterwards: {', '.join(r['parts'])} ({r['started']}, `{r['command']}`)."
+            f"Re-run afterwards: {', '.join(r['parts'])} ({r['started']}, commit"
+            f" {r.get('commit')}, `{r['command']}`)."
             for r in m.get("reruns", [])
         ),
         "",

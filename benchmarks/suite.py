@@ -206,7 +206,12 @@ def run(args: argparse.Namespace) -> None:
     if set(args.part_list) != set(PARTS) and earlier.exists():
         # Some parts again (--parts) into a finished run's results: the page is still
         # that run's, with these parts' new timings and their re-run noted.
-        rerun = {"command": args.command, "parts": args.part_list, "started": meta["started"]}
+        rerun = {
+            "command": args.command,
+            "parts": args.part_list,
+            "started": meta["started"],
+            "commit": meta["machine"].get("commit"),
+        }
         meta = json.loads(earlier.read_text())
         meta["reruns"] = [*meta.get("reruns", []), rerun]
     with server(args.database_url, args.data_dir) as (url, description):
