@@ -1081,11 +1081,13 @@ def locomo_timeline_section(run: Run) -> str:
         f" --embedders {run.meta.get('embedders')}",
         "```",
         "",
-        "Every turn ingested with `ns.timeline.ingest_turn` (speaker as role, one session id"
-        " per session, the session date as `at`), so consecutive turns are linked; questions"
-        " asked with `ns.recall(query, k=20)`. Held out: conversations 5-9 (the weights were"
-        " chosen on 0-4). Re-ranked rows rank one default statement's rows per configuration"
-        " (no latency of their own).",
+        "Every turn ingested with `ns.timeline.ingest_turns` (the nodes and links of one"
+        " `ingest_turn` per turn: speaker as role, one session id per session, the session date"
+        " as `at`), so consecutive turns are linked. Timed rows ask `ns.recall(query, k=20)`"
+        " (R@5 and R@10 are its top 5 and 10). Re-ranked rows rank, per configuration, the rows"
+        " of the default statement of `ns.recall(query, k=10)` for R@5 and R@10 and of k=20"
+        " for R@20 (no latency of their own). Held out: conversations 5-9 (the weights were"
+        " chosen on 0-4).",
         "",
         "| embedder | configuration | split | turn R@5 | R@10 | R@20 | session R@5 | multi-hop R@10"
         " | p50 ms | p95 ms |",
