@@ -96,23 +96,11 @@ def with_scope(
     return summed
 
 
-def with_speaker(
-    scores: Mapping[int, float], named: Mapping[int, str], share: float
-) -> dict[int, float]:
-    """Speaker evidence: the nodes in ``named`` (those whose actor the query names) gain
-    ``share`` × the best score in ``scores``; the others keep theirs."""
-    if not named or not scores:
+def lifted(scores: Mapping[int, float], members: Collection[int], share: float) -> dict[int, float]:
+    """Evidence that picks nodes out (the speaker the query names, a date it names): the
+    nodes in ``members`` gain ``share`` × the best score in ``scores``; the others keep
+    theirs."""
+    if not members or not scores:
         return dict(scores)
     lift = share * max(scores.values())
-    return {i: v + lift if i in named else v for i, v in scores.items()}
-
-
-def with_date(
-    scores: Mapping[int, float], dated: Collection[int], share: float
-) -> dict[int, float]:
-    """Date evidence: the nodes in ``dated`` (observed in a period the query names) gain
-    ``share`` × the best score in ``scores``; the others keep theirs."""
-    if not dated or not scores:
-        return dict(scores)
-    lift = share * max(scores.values())
-    return {i: v + lift if i in dated else v for i, v in scores.items()}
+    return {i: v + lift if i in members else v for i, v in scores.items()}

@@ -87,12 +87,14 @@ def ranked(rows: list[dict[str, Any]], q: RecallQuery, embedder: Embedder) -> li
             scores = fusion.with_scope(scores, base, scopes, SCOPE_SHARE)
         if SPEAKER_SHARE > 0 and q.text is not None:
             named = named_actors(q.text, (r["actor"] for r in found.values()))
-            actors = {i: r["actor"] for i, r in found.items() if r["actor"] in named}
-            scores = fusion.with_speaker(scores, actors, SPEAKER_SHARE)
+            speakers = {i for i, r in found.items() if r["actor"] in named}
+            scores = fusion.lifted(scores, speakers, SPEAKER_SHARE)
         if DATE_SHARE > 0 and q.text is not None:
             periods = named_periods(q.text)
-            dated = {i for i, r in found.items() if any(p.holds(r["observed_at"]) for p in periods)}
-            scores = fusion.with_date(scores, dated, DATE_SHARE)
+            dated = {
+                i for i, r in found.items() if any(p.holds(r["observed_at"]) for p in periods)
+            }
+            scores = fusion.lifted(scores, dated, DATE_SHARE)
     else:
         scores = {i: v for i, v in scores.items() if i in seeds}
     # Ties (e.g. equal fused scores) fall back to similarity, then id: stable output.

@@ -25,12 +25,12 @@ from functools import partial
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from memstore import MemoryStore
 from memstore.embedding import HashingEmbedder
 from memstore.errors import NodeNotFoundError
 from memstore.namespace import Namespace
+from tests.bypass import rename_namespace
 from tests.round_trips import Trips, counting
 
 Read = Callable[[Namespace, dict[str, int]], Any]
@@ -176,17 +176,6 @@ def test_a_handle_made_anew_for_a_known_namespace_reads_in_one_round_trip(databa
         assert len(measured(lambda: again.edges(ids["harbour"]))) == 1
 
 
-def _rename(store: MemoryStore, old: str, new: str) -> None:
-    """What the append-only triggers refuse, done by an owner who bypasses them."""
-    with store.transaction() as conn:
-        conn.exec_driver_sql("ALTER TABLE memstore.namespaces DISABLE TRIGGER no_update")
-        conn.execute(
-            sa.text("UPDATE memstore.namespaces SET name = :new WHERE name = :old"),
-            {"new": new, "old": old},
-        )
-        conn.exec_driver_sql("ALTER TABLE memstore.namespaces ENABLE TRIGGER no_update")
-
-
 def test_a_kept_id_never_reads_a_namespace_that_lost_its_name(database_url):
     """A namespace is never renamed, but if an owner did it anyway, the id a store kept for
     the old name must not read the renamed namespace's rows: every read that uses a kept
@@ -197,7 +186,7 @@ def test_a_kept_id_never_reads_a_namespace_that_lost_its_name(database_url):
         ids = fill(ns)
         assert ns.recall("harbour ferry", k=5)  # the id and sizes kept
         assert ns.edges(ids["harbour"])
-        _rename(store, name, name + " (moved)")
+        rename_namespace(store, name, name + " (moved)")
         assert list(ns.recall("harbour ferry", k=5)) == []
         with pytest.raises(NodeNotFoundError, match="does not exist in namespace"):
             ns.edges(ids["harbour"])

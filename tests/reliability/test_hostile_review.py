@@ -20,8 +20,8 @@ from memstore.embedding import cache
 from memstore.embedding.base import Vectors
 from memstore.embedding.hashing import HashingEmbedder
 from memstore.errors import MemstoreError, ProposalNotFoundError
-from memstore.namespace import Namespace
 from memstore.store import MemoryStore
+from tests.proposals import propose
 
 WAIT = 60.0  # seconds: generous, the machine is shared; a pass never waits this long
 
@@ -135,18 +135,6 @@ def _anatomy(claim: str) -> dict[str, object]:
     }
 
 
-def _propose(ns: Namespace, operation: dict[str, object]) -> int:
-    proposed = ns.apply(
-        [{"op": "propose", "operation": operation, "rationale": "r", "evidence": ["turn:2"]}],
-        phase="wake",
-        actor="agent",
-    )
-    assert proposed.applied, proposed.summary()
-    proposal = proposed.results[0].proposal_id
-    assert proposal is not None
-    return int(proposal)
-
-
 def test_a_proposal_about_a_secret_is_hidden_from_a_reviewer_under_a_lower_ceiling(store):
     """Proposals carry no privacy level of their own, but one that names a privacy-3
     memory (its id) or carries privacy-3 content is as secret as that memory: under
@@ -155,8 +143,8 @@ def test_a_proposal_about_a_secret_is_hidden_from_a_reviewer_under_a_lower_ceili
     ns = store.namespace(f"review-{uuid.uuid4().hex[:8]}")
     public = ns.remember("the harbour opens at dawn").id
     secret = ns.remember(f"{SECRET} vault code 7731", privacy=3).id
-    about_secret = _propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
-    secret_words = _propose(
+    about_secret = propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
+    secret_words = propose(
         ns,
         {
             "op": "record_short_term",
@@ -165,7 +153,7 @@ def test_a_proposal_about_a_secret_is_hidden_from_a_reviewer_under_a_lower_ceili
             "privacy": 3,
         },
     )
-    visible = _propose(ns, {"op": "forget", "target_id": public, "reason": "old"})
+    visible = propose(ns, {"op": "forget", "target_id": public, "reason": "old"})
 
     assert {p.id for p in ns.review.pending(privacy_ceiling=3)} == {
         about_secret,
@@ -192,7 +180,7 @@ def test_a_proposal_hidden_by_the_ceiling_is_decided_like_a_missing_one(database
     with MemoryStore.open(database_url, embedder=HashingEmbedder()) as store:
         ns = store.namespace(name)
         secret = ns.remember(f"{SECRET} second vault", privacy=3).id
-        hidden = _propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
+        hidden = propose(ns, {"op": "forget", "target_id": secret, "reason": "old"})
     low = Settings(privacy_ceiling=0)
     with MemoryStore.open(database_url, embedder=HashingEmbedder(), settings=low) as store:
         ns = store.namespace(name)

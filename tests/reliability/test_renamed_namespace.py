@@ -22,18 +22,7 @@ from memstore.embedding import HashingEmbedder
 from memstore.errors import DatabaseError, NodeNotFoundError
 from memstore.models import Node
 from memstore.namespace import Namespace
-
-
-def _rename(store: MemoryStore, old: str, new: str) -> None:
-    """What the append-only trigger refuses, done by an owner who bypasses it."""
-    with store.transaction() as conn:
-        conn.exec_driver_sql("ALTER TABLE memstore.namespaces DISABLE TRIGGER no_update")
-        conn.execute(
-            sa.text("UPDATE memstore.namespaces SET name = :new WHERE name = :old"),
-            {"new": new, "old": old},
-        )
-        conn.exec_driver_sql("ALTER TABLE memstore.namespaces ENABLE TRIGGER no_update")
-
+from tests.bypass import rename_namespace
 
 # Writes that create memories: after the rename, they land in a new namespace of the name.
 CREATING: dict[str, Callable[[Namespace], Any]] = {
@@ -83,7 +72,7 @@ def renamed(database_url: str):
         first = ns.remember("harbour ferry")
         ns.remember("lighthouse keeper")
         assert ns.recall("harbour ferry", k=5)  # the id and sizes are kept
-        _rename(store, name, name + " (moved)")
+        rename_namespace(store, name, name + " (moved)")
         yield store, ns, first, name
 
 

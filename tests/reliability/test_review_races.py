@@ -18,23 +18,11 @@ import psycopg
 import pytest
 
 from memstore.errors import DatabaseError, MemstoreError
-from memstore.namespace import Namespace
 from memstore.store import MemoryStore
+from tests.proposals import propose
 
 DECIDERS = 6
 SECRET = "zqxracesecret"
-
-
-def _propose(ns: Namespace, operation: dict[str, object]) -> int:
-    proposed = ns.apply(
-        [{"op": "propose", "operation": operation, "rationale": "r", "evidence": ["turn:2"]}],
-        phase="wake",
-        actor="agent",
-    )
-    assert proposed.applied, proposed.summary()
-    proposal = proposed.results[0].proposal_id
-    assert proposal is not None
-    return int(proposal)
 
 
 def _race(calls: list[Callable[[], Any]]) -> list[Any]:
@@ -75,7 +63,7 @@ def _judged(outcomes: list[Any]) -> tuple[list[Any], list[Exception]]:
 def test_racing_decisions_of_one_proposal_decide_it_once(store, database_url, mix):
     ns = store.namespace(f"race-{uuid.uuid4().hex[:8]}")
     target = ns.remember("the ferry leaves at nine").id
-    proposal = _propose(ns, {"op": "forget", "target_id": target, "reason": "old"})
+    proposal = propose(ns, {"op": "forget", "target_id": target, "reason": "old"})
 
     def accept(i: int) -> tuple[str, object]:
         return "accepted", ns.review.accept(proposal, reviewer=f"r{i}")
@@ -107,7 +95,7 @@ def _erase_while_accepting(store: MemoryStore, database_url: str) -> None:
     """One acceptance of a revision and one erasure of its memory, at once."""
     ns = store.namespace(f"race-{uuid.uuid4().hex[:8]}")
     target = ns.remember(f"{SECRET} the vault opens at nine").id
-    proposal = _propose(
+    proposal = propose(
         ns, {"op": "revise", "node_id": target, "content": f"{SECRET} at ten", "reason": "r"}
     )
     _judged(
@@ -142,7 +130,7 @@ def test_a_store_of_the_same_database_sees_the_decision(database_url):
     ):
         first = one.namespace(name)
         target = first.remember("a memory to forget").id
-        proposal = _propose(first, {"op": "forget", "target_id": target, "reason": "old"})
+        proposal = propose(first, {"op": "forget", "target_id": target, "reason": "old"})
         second = two.namespace(name)
         wins, _ = _judged(
             _race(
@@ -171,7 +159,7 @@ def test_erasures_of_memories_sharing_a_session_and_a_log_row_race_cleanly(store
         )
         one, two = (result.nodes[0] for result in batch.results)
         ns.activate("harbour", session_id="shared-session")
-        _propose(ns, {"op": "link", "src": one, "dst": two, "relation": "related_to"})
+        propose(ns, {"op": "link", "src": one, "dst": two, "relation": "related_to"})
         wins, _ = _judged(
             _race(
                 [

@@ -43,9 +43,9 @@ def test_weighted_fusion_normalises_by_the_seeds_and_clamps_the_others():
 
 def test_date_evidence_lifts_the_dated_by_a_share_of_the_best():
     scores = {1: 1.0, 2: 0.4, 3: 0.1}
-    lifted = fusion.with_date(scores, {3}, 0.3)
+    lifted = fusion.lifted(scores, {3}, 0.3)
     assert lifted == {1: 1.0, 2: 0.4, 3: pytest.approx(0.1 + 0.3 * 1.0)}
-    assert fusion.with_date(scores, set(), 0.3) == scores
+    assert fusion.lifted(scores, set(), 0.3) == scores
 
 
 @pytest.mark.parametrize(

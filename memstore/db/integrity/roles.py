@@ -118,18 +118,24 @@ def _membership_problems(conn: Connection, role_defs: RoleDefinitions) -> list[F
     return problems
 
 
-def _setting_problems(conn: Connection, role_defs: RoleDefinitions) -> list[Finding]:
-    problems = []
-    for role, database, settings in rows(
+def _settings_of(conn: Connection, roles: list[str]) -> list[tuple[Any, ...]]:
+    """(role or '', database or '(all databases)', settings) of every ``ALTER ROLE/DATABASE
+    ... SET`` that applies in this database to every role or to one of ``roles``."""
+    return rows(
         conn,
         "SELECT coalesce(r.rolname, ''), coalesce(d.datname, '(all databases)'), s.setconfig"
         " FROM pg_db_role_setting s"
         " LEFT JOIN pg_database d ON d.oid = s.setdatabase"
         " LEFT JOIN pg_roles r ON r.oid = s.setrole"
         " WHERE (s.setdatabase = 0 OR d.datname = current_database())"
-        "   AND (s.setrole = 0 OR r.rolname = ANY(:confined)) ORDER BY 1, 2",
-        confined=list(CONFINED),
-    ):
+        "   AND (s.setrole = 0 OR r.rolname = ANY(:roles)) ORDER BY 1, 2",
+        roles=roles,
+    )
+
+
+def _setting_problems(conn: Connection, role_defs: RoleDefinitions) -> list[Finding]:
+    problems = []
+    for role, database, settings in _settings_of(conn, list(CONFINED)):
         for setting in settings or []:
             key, _, setting_value = str(setting).partition("=")
             key = key.lower()
@@ -180,16 +186,7 @@ def search_path_problems(conn: Connection, owner: str | None) -> list[Finding]:
     superuser deploy run the service as) or the checking session. The confined roles'
     own settings are ``role-setting`` findings already."""
     problems = []
-    for role, database, settings in rows(
-        conn,
-        "SELECT coalesce(r.rolname, ''), coalesce(d.datname, '(all databases)'), s.setconfig"
-        " FROM pg_db_role_setting s"
-        " LEFT JOIN pg_database d ON d.oid = s.setdatabase"
-        " LEFT JOIN pg_roles r ON r.oid = s.setrole"
-        " WHERE (s.setdatabase = 0 OR d.datname = current_database())"
-        "   AND (s.setrole = 0 OR r.rolname = :owner) ORDER BY 1, 2",
-        owner=owner or "",
-    ):
+    for role, database, settings in _settings_of(conn, [owner] if owner else []):
         for setting in settings or []:
             key, _, value = str(setting).partition("=")
             before = shadowing_schemas(value) if key.lower() == "search_path" else []
